@@ -271,6 +271,38 @@ def test_cumprod_grad_with_zeros_is_the_products_without_each_factor(mode, axis)
         np.testing.assert_allclose(f(v, wv), want, rtol=1e-12, atol=1e-12)
 
 
+def _cumprod_hessian_by_terms(row, w):
+    """d2 sum(w * cumprod(row)) / dx_i dx_k: each term a product of row without x_i and
+    x_k (no division), 0 on the diagonal."""
+    n = row.size
+    h = np.zeros((n, n))
+    for i in range(n):
+        for k in range(n):
+            if i != k:
+                h[i, k] = sum(
+                    w[j] * np.prod(np.delete(row[: j + 1], [i, k])) for j in range(max(i, k), n)
+                )
+    return h
+
+
+@pytest.mark.parametrize("mode", ["FAST_RUN", "py"])
+def test_cumprod_hessian_at_zeros_is_the_products_without_two_factors(mode):
+    # The gradient's quotient out_j / x_i, taken only before a slice's first zero, gave
+    # NaN in the Hessian at any zero (0 times the quotient's infinite derivative), and the
+    # branches after the first zero were constant zeros where the second derivative is
+    # not: d2 / dx_f dx_i at the first zero f and a later i is a product without both.
+    v = tt.dvector("v")
+    w = np.array([1.0, -2.0, 0.5, 3.0, 1.5, 0.25])
+    cost = (tt.cumprod(v) * w).sum()
+    mode = theano_dag.Mode(linker="py") if mode == "py" else mode
+    h = theano_dag.function([v], theano_dag.gradient.hessian(cost, v), mode=mode)
+    rows = ([2, 0, 3, 0, 1.5, 2], [1, 2, 0, 4, 5, 3], [0, 0, 2, 3, 1, 2], [1, 2, 3, 4, 5, 0])
+    for row in map(np.array, rows + ([0, 2, 0, 3, 0, 1], [1.2, 2, 3, 0.4, 0.7, 2])):
+        np.testing.assert_allclose(
+            h(row), _cumprod_hessian_by_terms(row, w), atol=1e-12, err_msg=str(row)
+        )
+
+
 # -- sort -----------------------------------------------------------------------------------
 
 

@@ -213,13 +213,17 @@ def _rev_cumsum(x, axis):
 
 
 def _cumprod_grad(x, gz, out, axis):
-    """The gradient of ``out = cumprod(x, axis)`` given ``gz``, zeros in ``x`` included.
+    """The gradient of ``out = cumprod(x, axis)`` given ``gz``, zeros in ``x`` included,
+    written so that its own gradient (a Hessian) is right at zeros too.
 
     Before the first zero of a slice, ``d out_j / d x_i = out_j / x_i`` (Theano's and
     PyTensor's formula, which alone gives 0/0 = NaN at a zero and after it). At the
     first zero ``f``, the terms are the products of ``x`` without ``x_f``: the cumulative
-    product with ``x_f`` read as 1, summed from the end. After it, every product holds
-    ``x_f``: 0.
+    product with ``x_f`` read as 1, summed from the end. After it every term holds
+    ``x_f``, so the value is 0; ``x_f`` is kept as a factor there (and, at the second
+    zero ``s``, with the products read without ``x_s`` as well), so that the derivative
+    with respect to ``x_f`` is not lost. From the third zero on, every term holds two
+    other zeros: 0 to second order.
 
     >>> import numpy as np
     >>> from theano_dag import tensor as tt
@@ -232,10 +236,21 @@ def _cumprod_grad(x, gz, out, axis):
     seen = cumsum(zero, axis)  # the zeros up to each position, itself included
     before = tm.eq(seen, 0)
     first = tm.and_(zero, tm.eq(seen, 1))
-    g = _rev_cumsum(gz * out, axis) / x
-    without = cumprod(tm.switch(first, tb.ones_like(x), x), axis)
+    second = tm.and_(zero, tm.eq(seen, 2))
+    ones = tb.ones_like(x)
+    # Divided by 1 where the quotient is not taken: x / 0 there gave a NaN in the
+    # gradient's own gradient (0 times an infinite derivative), though never in its value.
+    nonzero_x = tm.switch(zero, ones, x)
+    x_first = tm.sum(tm.switch(first, x, tb.zeros_like(x)), axis=axis, keepdims=True)
+    without = cumprod(tm.switch(first, ones, x), axis)
+    without_two = cumprod(tm.switch(tm.or_(first, second), ones, x), axis)
     at_first = _rev_cumsum(gz * without, axis)
-    return tm.switch(before, g, tm.switch(first, at_first, tb.zeros_like(g)))
+    later_zero = tm.switch(
+        second, x_first * _rev_cumsum(gz * without_two, axis), tb.zeros_like(at_first)
+    )
+    after = tm.switch(zero, later_zero, x_first * at_first / nonzero_x)
+    g = _rev_cumsum(gz * out, axis) / nonzero_x
+    return tm.switch(before, g, tm.switch(first, at_first, after))
 
 
 def cumsum(x, axis=None):
