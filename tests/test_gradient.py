@@ -1017,3 +1017,23 @@ def test_the_hessian_of_a_product_is_exact_at_zeros():
         want = np.cos(p) * _exact_prod_hessian(row) - np.sin(p) * np.outer(g, g)
         np.testing.assert_allclose(got[r, :, r, :], want)
         np.testing.assert_allclose(got[r, :, 1 - r, :], 0.0)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_the_gradient_of_a_zeroth_power_is_zero_at_zero(dtype):
+    # x ** 0 is 1 for every x; the formula y * x ** (y - 1) is 0 * inf = NaN at x = 0.
+    x, y = tt.vector("x", dtype=dtype), tt.vector("y", dtype=dtype)
+    f = function([x, y], gradient.grad((x**y).sum(), [x, y]))
+    xv = np.array([0.0, 0.0, 2.0, 0.0], dtype=dtype)
+    yv = np.array([0.0, 2.0, 0.0, 0.5], dtype=dtype)
+    gx, gy = f(xv, yv)
+    assert gx.dtype == gy.dtype == dtype
+    np.testing.assert_array_equal(gx, np.array([0.0, 0.0, 0.0, np.inf], dtype=dtype))
+    np.testing.assert_array_equal(gy, np.array([0.0, 0.0, np.log(2.0), 0.0], dtype=dtype))
+    # an integer exponent holding 0, and a constant one without it (no switch needed)
+    n = tt.ivector("n")
+    gn = function([x, n], gradient.grad((x**n).sum(), x))(xv, np.array([0, 1, 0, 3], "int32"))
+    np.testing.assert_array_equal(gn, np.array([0.0, 1.0, 0.0, 0.0], dtype=dtype))
+    g3 = gradient.grad((x**3).sum(), x)
+    ops = [v.owner.op for v in ancestors([g3]) if v.owner is not None]
+    assert not any(type(getattr(op, "scalar_op", None)).__name__ == "Switch" for op in ops)

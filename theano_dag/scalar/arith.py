@@ -395,6 +395,15 @@ class Pow(BinaryScalarOp):
             if data is None or y.dtype == "bool" or np.any(data == np.iinfo(y.dtype).min):
                 yf = T.cast(y, out)
         gx = gz * yf * T.pow(x, yf - 1)
+        try:
+            zero_exponent = T.get_scalar_constant_value(y) == 0
+        except T.NotScalarConstantError:
+            zero_exponent = True  # not known: it may be
+        if zero_exponent:
+            # x ** 0 is 1 for every x: its derivative 0, where 0 * x ** -1 is NaN at
+            # x == 0 (as JAX takes it). A nonzero constant exponent, the usual case,
+            # needs no switch.
+            gx = T.switch(T.eq(y, 0), 0, gx)
         # d/dy x**y = log(x) x**y, taken as 0 at x == 0 (where x**y is 0 for y > 0).
         gy = T.switch(T.eq(x, 0), 0, gz * T.log(x) * outputs[0])
         return [gx, gy]
