@@ -71,6 +71,31 @@ def test_eigh_grad(uplo):
     )
 
 
+@pytest.mark.parametrize("uplo", ["L", "U"])
+def test_eigenvalue_gradient_at_repeated_eigenvalues_is_finite(uplo):
+    # The eigenvectors' term divides by w[j] - w[i]; with the eigenvalues alone
+    # differentiated it is 0, and was inf * 0 = NaN wherever two eigenvalues are equal
+    # (the identity's trace gradient). A function of the eigenvalues that is smooth there
+    # (their sum, the trace; their squares, the Frobenius norm) has its gradient.
+    a = tt.dmatrix("a")
+    w = eigh(a, uplo)[0]
+    f = function(
+        [a], [grad(w.sum(), a), grad((w**2).sum(), a), grad(tt.linalg.eigvalsh(a).sum(), a)]
+    )
+    read = np.tril if uplo == "L" else np.triu
+    for m in (
+        np.eye(4),
+        np.zeros((4, 4)),
+        np.diag([1.0, 1.0, 2.0, 3.0]),
+        spd(4) @ np.diag([2.0] * 4),
+    ):
+        g_sum, g_sq, g_vals = f(m)
+        np.testing.assert_allclose(g_sum, np.eye(4), atol=1e-12)
+        np.testing.assert_allclose(g_vals, np.eye(4), atol=1e-12)
+        sym = read(m) + read(m).T - np.diag(m.diagonal())  # the matrix eigh reads
+        np.testing.assert_allclose(g_sq, read(2 * sym) * (2 - np.eye(4)), atol=1e-10)
+
+
 def test_generalized_eigh_eigenvectors_have_no_grad():
     # the eigenvalues have one (tests/tensor/test_theano_suite_fixes.py)
     a, b = tt.dmatrix("a"), tt.dmatrix("b")

@@ -270,9 +270,15 @@ class EighGrad(Op):
         _, w, v, gw, gv = inputs
         diff = w[None, :] - w[:, None]
         np.fill_diagonal(diff, 1.0)
-        f = 1.0 / diff
-        np.fill_diagonal(f, 0.0)
-        g = v @ (np.diag(gw) + f * (v.T @ gv)) @ v.T
+        vgv = v.T @ gv
+        # Equal eigenvalues make 1 / (w[j] - w[i]) infinite; where v^T dv is 0 there (the
+        # eigenvalues alone differentiated: dv is 0) the term is 0, not inf * 0 = NaN
+        # (the gradient of sum(eigvalsh(A)), the identity, was NaN at every A with a
+        # repeated eigenvalue).
+        with np.errstate(divide="ignore", invalid="ignore"):
+            term = np.where(vgv == 0, 0.0, vgv / diff)
+        np.fill_diagonal(term, 0.0)
+        g = v @ (np.diag(gw) + term) @ v.T
         out = _lower_grad(g) if self.UPLO == "L" else _lower_grad(g.T).T
         output_storage[0][0] = np.asarray(out, dtype=node.outputs[0].dtype)
 
