@@ -13,6 +13,7 @@ from theano_dag import tensor as tt
 from theano_dag.compile.mode import Mode
 from theano_dag.engines.cpu.native.ckernel import c_code
 from theano_dag.engines.opencl.context import opencl_available
+from theano_dag.gradient import grad
 from theano_dag.gradient.verify import verify_grad
 from theano_dag.tensor import fft, inplace
 from theano_dag.tensor.contractions import batched_dot, einsum, tensordot
@@ -451,3 +452,16 @@ def test_fourier_refusals():
     v = tt.dvector("v")
     with pytest.raises(NotImplementedError, match="axis being a constant"):
         tt.grad(abs(cfft(v, None, tt.iscalar("k"))).sum(), v)
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_the_gradient_of_a_complex_modulus_at_zero_is_zero(dtype):
+    # z / |z| is 0/0 at z = 0: the gradient there is 0, as the real abs's sign(0), so
+    # that abs(complex(r, 0)) has abs(r)'s gradient (it was NaN at r = 0).
+    z = tt.vector("z", dtype=dtype)
+    g = function([z], grad(tt.abs(z).sum(), z))(np.array([0, 3 + 4j, -2j], dtype=dtype))
+    assert g.dtype == dtype
+    np.testing.assert_allclose(g, np.array([0, 0.6 + 0.8j, -1j]), rtol=1e-6)
+    r = tt.dvector("r")
+    gr = function([r], grad(tt.abs(tt.complex(r, r * 0)).sum(), r))(np.array([0.0, 2.0, -1.0]))
+    np.testing.assert_array_equal(gr, [0.0, 1.0, -1.0])

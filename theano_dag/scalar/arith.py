@@ -353,8 +353,11 @@ class Abs(UnaryScalarOp):
     def grad(self, inputs, output_grads):
         (x,), (gz,) = inputs, output_grads
         if x.dtype.startswith("complex"):
-            # d|z|/d(re) + 1j d|z|/d(im) = z / |z|
-            return [gz * x / abs(x)]
+            # d|z|/d(re) + 1j d|z|/d(im) = z / |z|; at z = 0, where that is 0/0, 0 (the
+            # real abs's sign(0), as JAX takes it): abs(complex(r, 0)) has r's gradient.
+            T = vocabulary(gz)
+            m = abs(x)
+            return [gz * x / T.switch(T.eq(m, 0), T.ones_like(m), m)]
         return [gz * vocabulary(gz).sgn(x)]
 
 
