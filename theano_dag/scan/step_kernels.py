@@ -25,7 +25,7 @@ def local_elemwise_as_kernel(fgraph, node):
     >>> import theano_dag.tensor as tt
     >>> x = tt.dvector("x")
     >>> local_elemwise_as_kernel.transform(None, (x * 2).owner)[0].owner.op
-    Elemwise{Composite{(i0 * 2.0)}}
+    Elemwise{Composite{mul(i0, i1)},no_inplace}
     """
     # mul(x, y) -> Elemwise{Composite{mul(i0, i1)}}(x, y)
     op = node.op

@@ -310,6 +310,10 @@ class FromFunctionOptimizer(GlobalOptimizer):
         self.fn = fn
         self.requirements = tuple(requirements)
         self.__name__ = getattr(fn, "__name__", "FromFunctionOptimizer")
+        # As FromFunctionLocalOptimizer: doctest finds the function's examples.
+        self.__doc__ = getattr(fn, "__doc__", None)
+        self.__module__ = getattr(fn, "__module__", None)
+        self.__wrapped__ = fn
 
     def apply(self, fgraph, *args, **kwargs):
         return self.fn(fgraph, *args, **kwargs)

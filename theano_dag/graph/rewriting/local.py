@@ -189,6 +189,11 @@ class FromFunctionLocalOptimizer(LocalOptimizer):
         self.fit = fit
         self.__name__ = getattr(fn, "__name__", "FromFunctionLocalOptimizer")
         self.__doc__ = getattr(fn, "__doc__", None)
+        # The function's module and the function itself: doctest's finder (pytest's
+        # --doctest-modules) collects a module's examples from its functions and
+        # classes only, and finds a decorated rewrite's through __wrapped__.
+        self.__module__ = getattr(fn, "__module__", None)
+        self.__wrapped__ = fn
         self._node_only = _n_positional(fn) == 1
 
     def transform(self, *args, **kwargs):

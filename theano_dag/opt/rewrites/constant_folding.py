@@ -100,7 +100,7 @@ def local_shape_i_static(fgraph, node):
 
     >>> import theano_dag.tensor as tt
     >>> local_shape_i_static.transform(None, tt.specify_shape(tt.dvector(), (3,)).shape.owner)
-    [TensorConstant{[3]}]
+    [[3]]
     """
     # shape_i(x, i) -> c   when x.type.shape[i] == c
     # shape(x) -> [c...]   when x.type.shape is fully known
