@@ -1037,3 +1037,14 @@ def test_the_gradient_of_a_zeroth_power_is_zero_at_zero(dtype):
     g3 = gradient.grad((x**3).sum(), x)
     ops = [v.owner.op for v in ancestors([g3]) if v.owner is not None]
     assert not any(type(getattr(op, "scalar_op", None)).__name__ == "Switch" for op in ops)
+
+
+def test_the_second_derivative_of_a_power_in_its_exponent_at_zero():
+    # d/dy (y * x ** (y - 1)) at y = 0 is x ** -1: the switch that makes x ** 0's
+    # gradient 0 at x = 0 must leave the formula (and its derivative) elsewhere.
+    x, y = tt.dvector("x"), tt.dvector("y")
+    gx = gradient.grad((x**y).sum(), x)
+    h = function([x, y], gradient.grad(gx.sum(), y))
+    xv, yv = np.array([2.0, 0.5, 3.0]), np.array([0.0, 0.0, 1.0])
+    # d/dy (y x^(y-1)) = x^(y-1) (1 + y log x)
+    np.testing.assert_allclose(h(xv, yv), xv ** (yv - 1) * (1 + yv * np.log(xv)))

@@ -404,9 +404,10 @@ class Pow(BinaryScalarOp):
             zero_exponent = True  # not known: it may be
         if zero_exponent:
             # x ** 0 is 1 for every x: its derivative 0, where 0 * x ** -1 is NaN at
-            # x == 0 (as JAX takes it). A nonzero constant exponent, the usual case,
-            # needs no switch.
-            gx = T.switch(T.eq(y, 0), 0, gx)
+            # x == 0 (as JAX takes it). Only there: elsewhere the formula is finite and
+            # its own derivative in y (x ** -1 at y == 0) is the Hessian's. A nonzero
+            # constant exponent, the usual case, needs no switch.
+            gx = T.switch(T.and_(T.eq(y, 0), T.eq(x, 0)), 0, gx)
         # d/dy x**y = log(x) x**y, taken as 0 at x == 0 (where x**y is 0 for y > 0).
         gy = T.switch(T.eq(x, 0), 0, gz * T.log(x) * outputs[0])
         return [gx, gy]
