@@ -2,6 +2,7 @@
 
 import mpmath
 import numpy as np
+from scipy import special
 
 import theano_dag
 import theano_dag.tensor as tt
@@ -133,11 +134,16 @@ def test_log_erfc_and_its_gradient():
     g = theano_dag.grad(tt.log(tt.erfc(x)).sum(), x)
     fg = stabilize(FunctionGraph([x], [g]))
     ops = ops_of(fg)
-    assert "Elemwise{erfcx,no_inplace}" in ops and "Elemwise{erfc,no_inplace}" not in ops
+    # 1 / erfcx(x) from 0 up; below 0 the quotient as written, with erfc(x) as
+    # 2 - erfc(-x), finite there where erfcx overflows (and its derivative with it)
+    assert "Elemwise{erfcx,no_inplace}" in ops and "Elemwise{switch,no_inplace}" in ops
+    big = np.array([-800.0, -30.0, -1.0, 0.0, 1.0, 30.0, 800.0])
+    want = -2 / np.sqrt(np.pi) / special.erfcx(big)
+    np.testing.assert_allclose(theano_dag.function([x], g)(big), want, rtol=1e-13)
     # erfc(-x), erfc(x / sqrt(2)): the squares the gradient builds are recognised too
     for arg in (-x, x / np.sqrt(2.0)):
         g = theano_dag.grad(tt.log(tt.erfc(arg)).sum(), x)
-        assert "Elemwise{erfc,no_inplace}" not in ops_of(stabilize(FunctionGraph([x], [g])))
+        assert "Elemwise{erfcx,no_inplace}" in ops_of(stabilize(FunctionGraph([x], [g])))
 
 
 def test_log_erfc_in_float32_far_in_the_tail():

@@ -31,6 +31,7 @@ import theano_dag.engines.opencl  # noqa: F401  (adds "opencl"; pyopencl loads o
 from theano_dag.config import FLAGS, config
 from theano_dag.engines import LINKERS, inner
 from theano_dag.engines.basic import Linker
+from theano_dag.gradient import row_loop
 from theano_dag.graph.rewriting.basic import GlobalOptimizer
 from theano_dag.graph.rewriting.db import Query
 from theano_dag.graph.rewriting.db import changes as _db_changes
@@ -76,6 +77,15 @@ predefined_optimizers: dict = {
     "None": OPT_NONE,
 }
 predefined_modes: dict = {}
+
+
+def _stable_form(fgraph):
+    """The passes up to stabilize, on ``fgraph``: the form whose derivatives ``jacobian``
+    and ``hessian`` take (``theano_dag.gradient.row_loop``)."""
+    optdb.query(OPT_STABILIZE).optimize(fgraph)
+
+
+row_loop.STABLE_FORM[:] = [_stable_form]
 # The database that resolves query objects (a list, so a test can put its own in).
 _OPTDB: list = [optdb]
 

@@ -16,8 +16,17 @@ import numpy as np
 from theano_dag import tensor as tt
 from theano_dag.config import config
 from theano_dag.engines.inner import compile_inner
+from theano_dag.gradient.ops import _GradIdentity
 from theano_dag.gradient.reverse import _as_list, _format_as, grad
-from theano_dag.graph.basic import Apply, Constant, Variable, clone_replace, io_toposort
+from theano_dag.graph.basic import (
+    Apply,
+    Constant,
+    Variable,
+    clone_replace,
+    graph_inputs,
+    io_toposort,
+)
+from theano_dag.graph.fg import FunctionGraph
 from theano_dag.graph.null_type import DisconnectedType, disconnected_type
 from theano_dag.graph.op import Op
 from theano_dag.graph.utils import MethodNotDefined, TestValueError
@@ -222,6 +231,53 @@ def _give_first_row_test_value(idx, expression):
         idx.tag.test_value = np.array(0, dtype=idx.type.dtype)
 
 
+# The rewriting of an expression to its stable form before its rows are differentiated
+# (_stable_form): theano_dag.compile, the floor that knows both this one and the optdb,
+# puts here the function that applies the passes up to stabilize to a FunctionGraph
+# (the optdb imports the engines, which import the scan, which differentiates here).
+STABLE_FORM = []
+
+
+def _keeps_its_gradient(node) -> bool:
+    """Whether rewriting may take ``node`` out without changing a gradient through it:
+    not a gradient-only op (``zero_grad``, ``grad_clip``...: identities in value, which
+    the rewrites remove), an ``OpFromGraph`` (its gradient may be overridden, and the
+    rewrites may inline it) or a scan with a truncated gradient."""
+    op = node.op
+    return not (
+        isinstance(op, _GradIdentity)
+        or hasattr(op, "lop_overrides")
+        or getattr(op, "truncate_gradient", -1) != -1
+    )
+
+
+def _stable_form(expression, wrt):
+    """``expression`` rewritten by the passes up to ``stabilize`` (``log(sum(exp(x)))`` as
+    a max-shifted sum, ``log(erfc(x))`` by its asymptotic form...), over the same
+    variables and ``wrt``; None where that may change a gradient or fails.
+
+    Its rows are differentiated in a loop that reads the row-independent parts of the
+    row graph as precomputed arguments (``map_over_index``), so the rewrites of the
+    compiled function never see the second-order terms whole: ``exp(x)`` and
+    ``sum(exp(x)) ** 2`` of the raw gradient overflowed into a NaN Hessian at x = 800.
+    The derivatives of the stable form are stable.
+    """
+    if not STABLE_FORM:
+        return None
+    # wrt as inputs, intermediate or not: the rows differentiate with respect to them.
+    free = graph_inputs([expression], blockers=wrt)
+    inputs = list(dict.fromkeys([*wrt, *(v for v in free if not isinstance(v, Constant))]))
+    try:
+        fg = FunctionGraph(inputs, [expression], clone=True)
+        if not all(_keeps_its_gradient(node) for node in fg.apply_nodes):
+            return None
+        STABLE_FORM[0](fg)
+        (out,) = clone_replace(fg.outputs, dict(zip(fg.inputs, inputs)))
+    except Exception:  # a graph the rewrites cannot take: differentiate it as written
+        return None
+    return out if out.type == expression.type else None
+
+
 def jacobian(expression, wrt, consider_constant=None, disconnected_inputs="raise"):
     """Return the Jacobian of the vector ``expression``: ``J[i] = grad(expression[i], wrt)``.
 
@@ -251,7 +307,17 @@ def jacobian(expression, wrt, consider_constant=None, disconnected_inputs="raise
         return _format_as(using_list, using_tuple, grad(expression, wrt, **kw))
     idx = tt.lscalar("jacobian_row")
     _give_first_row_test_value(idx, expression)
-    rows = grad(expression[idx], wrt, **kw)
+    # The rows of the stable form (see _stable_form); of the expression as written where
+    # it has none, or names variables (consider_constant) that the rewriting would copy.
+    stable = None if consider_constant else _stable_form(expression, wrt)
+    rows = None
+    if stable is not None:
+        try:
+            rows = grad(stable[idx], wrt, **kw)
+        except Exception:  # (an op of the stable form without a gradient)
+            rows = None
+    if rows is None:
+        rows = grad(expression[idx], wrt, **kw)
     jacobs = map_over_index(idx, expression.shape[0], rows, row_shape_of=wrt)
     return _format_as(using_list, using_tuple, jacobs)
 

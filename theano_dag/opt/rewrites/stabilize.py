@@ -31,7 +31,7 @@ from theano_dag.opt.rewrites.utils import (
     typed_constant,
 )
 from theano_dag.tensor import math as tm
-from theano_dag.tensor.basic import cast
+from theano_dag.tensor.basic import cast, zeros_like
 from theano_dag.tensor.nnet.nnet import softsign
 
 stabilize = RULES.stabilize
@@ -392,7 +392,11 @@ def _is_minus_square(var, z) -> bool:
 @local_optimizer([tm.true_div])
 def local_grad_log_erfc_neg(fgraph, node):
     """``exp(-x**2) / erfc(x)`` (in the gradient of ``log(erfc(x))``) as
-    ``1 / erfcx(x)``: both factors underflow to 0 for large ``x``, their ratio does not."""
+    ``1 / erfcx(x)`` where ``x >= 0``: both factors underflow to 0 for large ``x``, their
+    ratio does not. Below 0 the quotient as written, which is finite there, where
+    ``erfcx`` overflows (``x < -26.6``) and its derivative with it (a Hessian's NaN); each
+    branch reads a stand-in value where it is not taken, so that neither derivative is
+    0 * inf there."""
     # [y *] exp(-x**2) / erfc(x) -> [y *] (1 / erfcx(x))
     if not isinstance(scalar_op(node), ts.TrueDiv):
         return False
@@ -410,7 +414,13 @@ def local_grad_log_erfc_neg(fgraph, node):
     if e is None or not is_float(z):
         return False
     factors.remove(e)
-    new = tm.reciprocal(tm.erfcx(z))
+    below = tm.lt(z, 0)
+    zero = zeros_like(z)
+    neg, pos = tm.switch(below, z, zero), tm.switch(below, zero, z)
+    # erfc(z) written 2 - erfc(-z) below 0 (no cancellation: erfc(-z) <= 1 there), so that
+    # this rewrite does not meet its own quotient again.
+    written = tm.exp(-tm.sqr(neg)) / tm.sub(2, tm.erfc(-neg))
+    new = tm.switch(below, written, tm.reciprocal(tm.erfcx(pos)))
     if factors:
         new = tm.mul(*factors, new)
     return fit(node.outputs[0], new, node.inputs)
