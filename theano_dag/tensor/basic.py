@@ -182,7 +182,7 @@ class Alloc(Op):
     """``alloc(value, *shape)``: a new array of ``shape`` filled with ``value``.
 
     >>> from theano_dag import tensor as tt
-    >>> alloc(0.0, 3, tt.lscalar("n")).type
+    >>> alloc(tt.dscalar("v"), 3, tt.lscalar("n")).type
     TensorType(float64, shape=(3, ?))
     """
 
@@ -286,9 +286,13 @@ isinf = _never_for_integers(tm.isinf, "isinf")
 
 
 def alloc(value, *shape):
-    """A new array of ``shape`` filled with ``value`` (broadcast)."""
-    if isinstance(value, float):
-        value = np.asarray(value, dtype=config.floatX)
+    """A new array of ``shape`` filled with ``value`` (broadcast). A Python number takes
+    the dtype a constant of it takes (Theano's rule: ``alloc(1.5, 3)`` is float32, which
+    holds 1.5 exactly; ``alloc(0.1, 3)`` is floatX).
+
+    >>> alloc(1.5, 3).dtype, alloc(0.1, 3).dtype
+    ('float32', 'float64')
+    """
     return _alloc(value, *shape)
 
 
