@@ -557,6 +557,11 @@ DOT = [
     Row("dot_vv", tt.dot, np.dot, (U(4), U(4)), dtypes=NUMERIC),
     Row("dot_scalar", tt.dot, np.dot, (U(), U(3, 4))),
     Row("matmul_op", lambda a, b: a @ b, lambda a, b: a @ b, (U(3, 4), U(4, 2))),
+    # numpy's matmul beyond two dimensions (batch axes broadcast), not Theano's dot
+    Row("matmul_batched", lambda a, b: a @ b, np.matmul, (U(2, 3, 4), U(2, 4, 5))),
+    Row("matmul_broadcast_batch", lambda a, b: a @ b, np.matmul, (U(1, 3, 4), U(2, 4, 5))),
+    Row("matmul_vector_batch", tt.matmul, np.matmul, (U(4), U(2, 4, 5))),
+    Row("matmul_batch_vector", tt.matmul, np.matmul, (U(2, 3, 4), U(4))),
     Row(
         "dot_mixed_dtype",
         lambda a, b: tt.dot(a, tt.cast(b, "float32")),

@@ -822,3 +822,37 @@ def test_prod_takes_theanos_no_zeros_in_input(engine):
     np.testing.assert_allclose(pv, xv.prod(axis=1))
     np.testing.assert_allclose(qv, xv.prod())
     np.testing.assert_allclose(gv, xv.prod(axis=1, keepdims=True) / xv)
+
+
+def test_theano_tensor_methods_sort_compress_transfer_and_constant_value():
+    x, c = tt.dvector("x"), tt.bvector("c")
+    xv = np.array([3.0, 1.0, 2.0])
+    np.testing.assert_array_equal(x.sort().eval({x: xv}), [1.0, 2.0, 3.0])
+    # Theano's method: the variable is the condition, the argument the array
+    got = c.compress(x).eval({c: np.array([1, 0, 1], "int8"), x: xv})
+    np.testing.assert_array_equal(got, [3.0, 2.0])
+    assert x.transfer("cpu") is x
+    with pytest.raises(ValueError, match="transfer: a tensor's only target is 'cpu'"):
+        x.transfer("gpu")
+    assert tt.constant(4.0).get_scalar_constant_value() == 4.0
+    with pytest.raises(tt.NotScalarConstantError):
+        x.get_scalar_constant_value()
+
+
+def test_matmul_operator_is_numpys_and_refuses_scalars():
+    a, b = tt.dtensor3("a"), tt.dmatrix("b")
+    av, bv = np.arange(24.0).reshape(2, 3, 4), np.arange(20.0).reshape(4, 5)
+    np.testing.assert_allclose((a @ b).eval({a: av, b: bv}), av @ bv)
+    np.testing.assert_allclose(
+        (bv.T @ a.dimshuffle(0, 2, 1)).eval({a: av}), bv.T @ av.transpose(0, 2, 1)
+    )
+    with pytest.raises(ValueError, match="matmul: scalar operands are not allowed"):
+        tt.matmul(tt.dscalar("s"), b)
+
+
+def test_alloc_of_a_python_number_takes_its_constants_dtype():
+    # Theano's autocast: a float that float32 holds exactly is float32 (as tt.constant)
+    assert tt.alloc(1.5, 3).dtype == tt.constant(1.5).dtype == "float32"
+    assert tt.alloc(0.1, 3).dtype == "float64"
+    assert tt.alloc(2, 3).dtype == "int8"
+    np.testing.assert_array_equal(tt.alloc(1.5, 3).eval(), np.full(3, 1.5, "float32"))

@@ -39,6 +39,7 @@ from theano_dag.tensor.contractions import (  # noqa: E402, F401
     batched_dot,
     batched_tensordot,
     einsum,
+    matmul,
     tensordot,
 )
 from theano_dag.tensor.elemwise import (  # noqa: F401

@@ -23,12 +23,12 @@ from theano_dag.graph.basic import Apply
 from theano_dag.graph.op import Op
 from theano_dag.scalar import holomorphic_grads, upcast
 from theano_dag.tensor.basic import cast, ones_like, zeros_like
-from theano_dag.tensor.math import add
+from theano_dag.tensor.math import add, dot
 from theano_dag.tensor.shape import checked_shape, equal_lengths
 from theano_dag.tensor.type import TensorType, continuous_dtypes
 from theano_dag.tensor.variable import as_tensor_variable
 
-__all__ = ["Einsum", "einsum", "tensordot", "batched_dot", "batched_tensordot"]
+__all__ = ["Einsum", "einsum", "tensordot", "batched_dot", "batched_tensordot", "matmul"]
 
 _LETTERS = string.ascii_letters
 
@@ -476,3 +476,38 @@ def batched_dot(a, b):
         sb[k] = sa[-1]
         out = sa[:-1] + [c for d, c in enumerate(sb) if d and d != k]
     return _labels_einsum(sa, sb, out, a, b)
+
+
+def matmul(x1, x2):
+    """``numpy.matmul`` (Python's ``x1 @ x2``): matrix products over the last two axes,
+    the axes before them broadcast as batch axes; a vector operand is a row (first) or a
+    column (second) whose axis is dropped from the result. Up to two dimensions it is
+    ``dot``; with more, Theano's ``dot`` of a 3-d tensor contracts differently
+    (``tensordot`` of the last axis with the second-to-last), and ``@`` is not ``dot``.
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> a, b = tt.dtensor3("a"), tt.dtensor3("b")
+    >>> (a @ b).eval({a: np.ones((2, 3, 4)), b: np.ones((1, 4, 5))}).shape
+    (2, 3, 5)
+    """
+    a, b = as_tensor_variable(x1), as_tensor_variable(x2)
+    if a.ndim == 0 or b.ndim == 0:
+        raise ValueError(
+            f"matmul: scalar operands are not allowed (use *), got {a.ndim}-d and {b.ndim}-d"
+        )
+    if a.ndim <= 2 and b.ndim <= 2:
+        return dot(a, b)
+    row, col = a.ndim == 1, b.ndim == 1
+    if row:
+        a = a.dimshuffle("x", 0)
+    if col:
+        b = b.dimshuffle(0, "x")
+    out = einsum("...ij,...jk->...ik", a, b)
+    if row and col:
+        return out[..., 0, 0]
+    if row:
+        return out[..., 0, :]
+    if col:
+        return out[..., 0]
+    return out

@@ -67,12 +67,27 @@ class _tensor_py_operators:  # noqa: N801 (Theano's name)
     __floordiv__, __rfloordiv__ = _binop("int_div"), _binop("int_div", True)
     __mod__, __rmod__ = _binop("mod"), _binop("mod", True)
     __pow__, __rpow__ = _binop("pow"), _binop("pow", True)
-    __matmul__, __rmatmul__ = _binop("dot"), _binop("dot", True)
     __lt__, __le__ = _binop("lt"), _binop("le")
     __gt__, __ge__ = _binop("gt"), _binop("ge")
     __and__, __rand__ = _binop("and_"), _binop("and_", True)
     __or__, __ror__ = _binop("or_"), _binop("or_", True)
     __xor__, __rxor__ = _binop("xor"), _binop("xor", True)
+
+    def __matmul__(self, other):
+        """``self @ other``: numpy's ``matmul`` (``tt.matmul``), not Theano's ``dot``
+        beyond two dimensions."""
+        try:
+            other = as_tensor_variable(other)
+        except (AsTensorError, TypeError, NotImplementedError):
+            return NotImplemented
+        return _tensor.matmul(self, other)
+
+    def __rmatmul__(self, other):
+        try:
+            other = as_tensor_variable(other)
+        except (AsTensorError, TypeError, NotImplementedError):
+            return NotImplemented
+        return _tensor.matmul(other, self)
 
     def __divmod__(self, other):
         """``divmod(x, y)``: ``(x // y, x % y)``, as Python's divmod for numbers (Theano's).
@@ -248,8 +263,46 @@ class _tensor_py_operators:  # noqa: N801 (Theano's name)
     def ravel(self):
         return _tensor.basic.flatten(self)
 
+    def sort(self, axis=-1, kind="quicksort", order=None):
+        """``sort(self, axis, kind, order)``: a sorted copy (not in place, as Theano's).
+
+        >>> import numpy as np
+        >>> import theano_dag.tensor as tt
+        >>> x = tt.dvector("x")
+        >>> x.sort().eval({x: np.array([3.0, 1.0, 2.0])})
+        array([1., 2., 3.])
+        """
+        return _tensor.sort(self, axis, kind, order)
+
     def argsort(self, axis=-1, kind="quicksort", order=None):
         return _tensor.argsort(self, axis, kind, order)
+
+    def compress(self, a, axis=None):
+        """Theano's method: ``compress(self, a, axis)``, this variable the condition and
+        ``a`` the array it selects from (the other way round from numpy's method).
+
+        >>> import numpy as np
+        >>> import theano_dag.tensor as tt
+        >>> c, a = tt.bvector("c"), tt.dvector("a")
+        >>> c.compress(a).eval({c: np.array([1, 0, 1], "int8"), a: np.array([4.0, 5.0, 6.0])})
+        array([4., 6.])
+        """
+        return _tensor.compress(self, a, axis=axis)
+
+    def get_scalar_constant_value(self):
+        """The constant scalar this variable is known to be (``NotScalarConstantError``
+        otherwise): ``tt.get_scalar_constant_value(self)``."""
+        return _tensor.get_scalar_constant_value(self)
+
+    def transfer(self, target):
+        """Theano's transfer to a device: ``'cpu'`` (the only target of a tensor here; the
+        engine that runs a function places its values) gives this variable."""
+        if target != "cpu":
+            raise ValueError(
+                f"transfer: a tensor's only target is 'cpu' (engines place values on their "
+                f"devices themselves), got {target!r}"
+            )
+        return self
 
     def cumsum(self, axis=None):
         return _tensor.cumsum(self, axis)
