@@ -47,7 +47,8 @@ def _binop(fn_name, reflected=False):
             other = as_tensor_variable(other)
         except (AsTensorError, TypeError, NotImplementedError):
             return NotImplemented
-        fn = getattr(_tensor.math, fn_name)
+        # (matmul is of the contractions, the package's top level)
+        fn = getattr(_tensor.math, fn_name, None) or getattr(_tensor, fn_name)
         return fn(other, self) if reflected else fn(self, other)
 
     method.__name__ = f"__{'r' if reflected else ''}{fn_name}__"
@@ -67,27 +68,13 @@ class _tensor_py_operators:  # noqa: N801 (Theano's name)
     __floordiv__, __rfloordiv__ = _binop("int_div"), _binop("int_div", True)
     __mod__, __rmod__ = _binop("mod"), _binop("mod", True)
     __pow__, __rpow__ = _binop("pow"), _binop("pow", True)
+    # numpy's matmul (tt.matmul), not Theano's dot beyond two dimensions
+    __matmul__, __rmatmul__ = _binop("matmul"), _binop("matmul", True)
     __lt__, __le__ = _binop("lt"), _binop("le")
     __gt__, __ge__ = _binop("gt"), _binop("ge")
     __and__, __rand__ = _binop("and_"), _binop("and_", True)
     __or__, __ror__ = _binop("or_"), _binop("or_", True)
     __xor__, __rxor__ = _binop("xor"), _binop("xor", True)
-
-    def __matmul__(self, other):
-        """``self @ other``: numpy's ``matmul`` (``tt.matmul``), not Theano's ``dot``
-        beyond two dimensions."""
-        try:
-            other = as_tensor_variable(other)
-        except (AsTensorError, TypeError, NotImplementedError):
-            return NotImplemented
-        return _tensor.matmul(self, other)
-
-    def __rmatmul__(self, other):
-        try:
-            other = as_tensor_variable(other)
-        except (AsTensorError, TypeError, NotImplementedError):
-            return NotImplemented
-        return _tensor.matmul(other, self)
 
     def __divmod__(self, other):
         """``divmod(x, y)``: ``(x // y, x % y)``, as Python's divmod for numbers (Theano's).
