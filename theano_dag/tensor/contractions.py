@@ -488,7 +488,7 @@ def matmul(x1, x2):
     >>> import numpy as np
     >>> from theano_dag import tensor as tt
     >>> a, b = tt.dtensor3("a"), tt.dtensor3("b")
-    >>> (a @ b).eval({a: np.ones((2, 3, 4)), b: np.ones((1, 4, 5))}).shape
+    >>> (a @ b).eval({a: np.ones((2, 3, 4)), b: np.ones((2, 4, 5))}).shape
     (2, 3, 5)
     """
     a, b = as_tensor_variable(x1), as_tensor_variable(x2)
