@@ -81,8 +81,9 @@ predefined_modes: dict = {}
 
 def _stable_form(fgraph):
     """The passes up to stabilize, on ``fgraph``: the form whose derivatives ``jacobian``
-    and ``hessian`` take (``theano_dag.gradient.row_loop``)."""
-    optdb.query(OPT_STABILIZE).optimize(fgraph)
+    and ``hessian`` take (``theano_dag.gradient.row_loop``). The query's optimizer is the
+    one functions share (``_query_optdb``), made once."""
+    _query_optdb(OPT_STABILIZE).optimize(fgraph)
 
 
 row_loop.STABLE_FORM[:] = [_stable_form]
