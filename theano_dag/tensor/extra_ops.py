@@ -237,17 +237,15 @@ def _cumprod_grad(x, gz, out, axis):
     before = tm.eq(seen, 0)
     first = tm.and_(zero, tm.eq(seen, 1))
     second = tm.and_(zero, tm.eq(seen, 2))
-    ones = tb.ones_like(x)
+    ones, zeros = tb.ones_like(x), tb.zeros_like(x)
     # Divided by 1 where the quotient is not taken: x / 0 there gave a NaN in the
     # gradient's own gradient (0 times an infinite derivative), though never in its value.
     nonzero_x = tm.switch(zero, ones, x)
-    x_first = tm.sum(tm.switch(first, x, tb.zeros_like(x)), axis=axis, keepdims=True)
+    x_first = tm.sum(tm.switch(first, x, zeros), axis=axis, keepdims=True)
     without = cumprod(tm.switch(first, ones, x), axis)
     without_two = cumprod(tm.switch(tm.or_(first, second), ones, x), axis)
     at_first = _rev_cumsum(gz * without, axis)
-    later_zero = tm.switch(
-        second, x_first * _rev_cumsum(gz * without_two, axis), tb.zeros_like(at_first)
-    )
+    later_zero = tm.switch(second, x_first * _rev_cumsum(gz * without_two, axis), zeros)
     after = tm.switch(zero, later_zero, x_first * at_first / nonzero_x)
     g = _rev_cumsum(gz * out, axis) / nonzero_x
     return tm.switch(before, g, tm.switch(first, at_first, after))
