@@ -235,8 +235,8 @@ def test_alloc_alloc():
 
 
 def test_elemwise_drops_a_repeated_broadcast():
-    m, x, y = tt.dmatrix("m"), tt.dvector("x"), tt.dvector("y")
-    n = tt.TensorType("float64", shape=(2, 3))("n")
+    m, y = tt.dmatrix("m"), tt.dvector("y")
+    n, x = tt.TensorType("float64", shape=(2, 3))("n"), tt.TensorType("float64", shape=(3,))("x")
     check(
         [m, n, x, y],
         [m * tt.fill(m, y), n + tt.alloc(x, 2, 3)],
@@ -244,6 +244,15 @@ def test_elemwise_drops_a_repeated_broadcast():
         [rng.normal(size=(2, 3)), rng.normal(size=(2, 3)), rng.normal(size=3), rng.normal(size=3)],
         rules(alg.local_elemwise_drop_broadcast),
     )
+
+
+def test_broadcast_kept_where_the_alloc_may_spread_its_value():
+    # alloc(z, 2, 3) of a z of length 1 fills the rows; n + z would refuse the length 1
+    n, z = tt.TensorType("float64", shape=(2, 3))("n"), tt.dvector("z")
+    out = n + tt.alloc(z, 2, 3)
+    fg = FunctionGraph([n, z], [out], clone=False)
+    apply_rules(fg, alg.local_elemwise_drop_broadcast, fold=False)
+    assert fg.outputs[0] is out
 
 
 def test_broadcast_kept_when_it_gives_the_shape():

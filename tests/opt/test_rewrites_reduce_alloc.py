@@ -80,12 +80,18 @@ def test_reductions_over_length_one_dimensions(fn):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_an_alloc_under_an_elemwise_goes(dtype):
-    v, m = tt.vector("v", dtype=dtype), tt.matrix("m", dtype=dtype)
+    v, m = tt.TensorType(dtype, shape=(3,))("v"), tt.matrix("m", dtype=dtype)
     vv, mv = np.arange(3, dtype=dtype), np.ones((2, 3), dtype)
     # lengths of m's own shape: nothing to check
     f = theano_dag.function([v, m], tt.alloc(v, *m.shape) + m)
     assert not _nodes(f, (Alloc, Assert))
     np.testing.assert_array_equal(f(vv, mv), vv + mv)
+    # a value of unknown length may be spread from a length 1, which the Elemwise
+    # refuses: the alloc stays
+    u = tt.vector("u", dtype=dtype)
+    f = theano_dag.function([u, m], tt.alloc(u, *m.shape) + m)
+    assert _nodes(f, Alloc)
+    np.testing.assert_array_equal(f(vv[1:2], mv), mv + 1)
     # constant lengths: checked against m's
     f = theano_dag.function([v, m], tt.alloc(v, 2, 3) + m)
     assert not _nodes(f, Alloc) and len(_nodes(f, Assert)) == 1

@@ -149,9 +149,12 @@ def test_reading_back_what_was_set_is_the_value(dtype):
     # (a view) as the model of a fill of the value
     with pytest.raises(IndexError):
         f(np.zeros((3, 4), dtype), 3, vv)
-    # an index known in range reads nothing
-    x34 = tt.TensorType(dtype, shape=(3, None))("x34")
-    f = theano_dag.function([x34, v], tt.set_subtensor(x34[-3], v)[-3])
+    # a value of one element that numpy spread over the part reads back spread
+    np.testing.assert_array_equal(f(np.zeros((3, 4), dtype), 1, vv[1:2]), [1, 1, 1, 1])
+    # an index known in range, and a value of the part's length, read nothing
+    x34 = tt.TensorType(dtype, shape=(3, 4))("x34")
+    v4 = tt.TensorType(dtype, shape=(4,))("v4")
+    f = theano_dag.function([x34, v4], tt.set_subtensor(x34[-3], v4)[-3])
     assert [type(n.op) for n in f.maker.fgraph.toposort()] == [DeepCopyOp]
     np.testing.assert_array_equal(f(np.zeros((3, 4), dtype), vv), vv)
     # a value of fewer dimensions is spread over the part

@@ -529,6 +529,26 @@ INDEXING = [
         lambda x, y, i: _inc_at(x, (slice(None), i), y),
         (U(3, 4), U(3, 5), I(5, lo=0, hi=4)),
     ),
+    # A value of one row whose type does not declare it (unbroadcast), which numpy spreads
+    # when the function runs: its gradient sums over the rows it filled (SumToShape).
+    Row(
+        "set_subtensor_spread",
+        lambda x, y: tt.set_subtensor(x[1:], tt.unbroadcast(y, 0)),
+        lambda x, y: _set(x, slice(1, None), y),
+        (U(4, 5), U(1, 5)),
+    ),
+    Row(
+        "adv_inc1_spread",
+        lambda x, y, i: tt.inc_subtensor(x[i], tt.unbroadcast(y, 0, 1)),
+        lambda x, y, i: _inc_at(x, i, np.broadcast_to(y, (5, 3))),
+        (U(4, 3), U(1, 1), I(5, lo=0, hi=4)),
+    ),
+    Row(
+        "alloc_spread",
+        lambda v: tt.alloc(tt.unbroadcast(v, 1), 2, 3, 4),
+        lambda v: np.broadcast_to(v, (2, 3, 4)),
+        (U(3, 1),),
+    ),
 ]
 
 

@@ -21,7 +21,7 @@ from theano_dag.graph.null_type import disconnected_type
 from theano_dag.graph.op import Op
 from theano_dag.tensor import basic as tb
 from theano_dag.tensor import math as tm
-from theano_dag.tensor.elemwise import broadcast_static_shape, reduce_grad_to
+from theano_dag.tensor.elemwise import broadcast_static_shape, reduce_spread_grad_to
 from theano_dag.tensor.shape import broadcast_shapes, shape_i
 from theano_dag.tensor.sort import argsort
 from theano_dag.tensor.type import TensorType, continuous_dtypes, int_dtypes, uint_dtypes
@@ -367,7 +367,10 @@ class Choose(Op):
         a, *choices = inputs
         (gz,) = output_grads
         n = len(choices) if self.listed else shape_i(choices[0], 0)
-        idx = a
+        # a spread to the output's shape, as numpy spread it (a length 1 along a
+        # dimension its type does not declare broadcastable, which an Elemwise refuses)
+        out = outputs[0]
+        idx = tb.alloc(a, *[shape_i(out, d) for d in range(out.ndim)]) if a.ndim else a
         if self.mode == "wrap":
             idx = tm.mod(a, n)
         elif self.mode == "clip":
@@ -396,7 +399,7 @@ def _reduce_to(g, x, keep_first=False):
         g = tm.sum(g, axis=lead)
     if x.dtype not in continuous_dtypes:
         return tb.zeros_like(x, dtype=config.floatX)
-    return reduce_grad_to(g, x)
+    return reduce_spread_grad_to(g, x)  # (numpy's choose spreads a length 1 at run time)
 
 
 class ChooseListed(Choose):

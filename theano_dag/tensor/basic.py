@@ -15,7 +15,7 @@ from theano_dag.graph.identity_ops import DeepCopyOp, ViewOp
 from theano_dag.graph.null_type import disconnected_type, is_disconnected
 from theano_dag.graph.op import Op
 from theano_dag.tensor import math as tm
-from theano_dag.tensor.elemwise import DimShuffle, Elemwise, reduce_grad_to
+from theano_dag.tensor.elemwise import DimShuffle, Elemwise, reduce_grad_to, reduce_spread_grad_to
 from theano_dag.tensor.math import sum as tsum
 from theano_dag.tensor.shape import (
     MakeVector,
@@ -254,7 +254,7 @@ class Alloc(Op):
         if v.dtype in discrete_dtypes:
             g = zeros_like(v, config.floatX)
         else:
-            g = reduce_grad_to(g, v)
+            g = reduce_spread_grad_to(g, v)
         return [g] + [disconnected() for _ in inputs[1:]]
 
 

@@ -21,7 +21,12 @@ from theano_dag import scalar as ts
 from theano_dag import tensor as _tensor
 from theano_dag.config import config
 from theano_dag.graph.basic import Apply, Constant, Variable, _node_of_fresh_output
-from theano_dag.graph.null_type import grad_not_implemented, is_disconnected, is_null
+from theano_dag.graph.null_type import (
+    disconnected_type,
+    grad_not_implemented,
+    is_disconnected,
+    is_null,
+)
 from theano_dag.graph.op import Op, compute_test_value
 from theano_dag.scalar import Composite
 from theano_dag.tensor.type import (
@@ -52,6 +57,8 @@ __all__ = [
     "broadcast_static_shape",
     "broadcast_lengths",
     "check_runtime_broadcast",
+    "SumToShape",
+    "reduce_spread_grad_to",
 ]
 
 
@@ -448,6 +455,85 @@ def reduce_grad_to(g, x):
     if g.dtype != x.dtype and not _is_discrete(x):
         g = _tensor.basic.cast(g, x.dtype)
     return g
+
+
+class SumToShape(Op):
+    """``g`` summed along each dimension of ``axes`` where ``like`` (inputs ``g, like``)
+    has length 1 and ``g`` has not: the gradient of a value ``like`` that numpy spread
+    when the function ran, along a dimension its type does not declare broadcastable
+    (``set_subtensor(x[:3], v)`` or ``alloc(v, 3, 2)`` of a ``v`` of one row). Where
+    nothing was spread, the result is ``g`` itself (a view). Only ``like``'s shape is read.
+
+    >>> from theano_dag import tensor as tt
+    >>> g, v = tt.dmatrix("g"), tt.dmatrix("v")
+    >>> s = SumToShape((0,))(g, v)
+    >>> s.eval({g: np.ones((3, 2)), v: np.zeros((1, 2))})
+    array([[3., 3.]])
+    >>> s.eval({g: np.ones((3, 2)), v: np.zeros((3, 2))}).shape
+    (3, 2)
+    """
+
+    __props__ = ("axes",)
+    view_map = {0: [0]}
+
+    def __init__(self, axes):
+        self.axes = tuple(int(a) for a in axes)
+
+    def make_node(self, g, like):
+        g, like = as_tensor_variable(g), as_tensor_variable(like)
+        if like.ndim != g.ndim or any(not 0 <= a < g.ndim for a in self.axes):
+            raise ValueError(
+                f"{self}: the axes {self.axes} of a {g.ndim}-d gradient and a value of as "
+                f"many dimensions, got a {like.ndim}-d value"
+            )
+        shape = list(g.type.shape)
+        for a in self.axes:
+            shape[a] = like.type.shape[a]
+        return Apply(self, [g, like], [TensorType(g.dtype, shape=tuple(shape))()])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        g, like = inputs
+        want = np.shape(like)
+        spread = tuple(a for a in self.axes if want[a] == 1 and g.shape[a] != 1)
+        out = g.sum(axis=spread, keepdims=True, dtype=g.dtype) if spread else g
+        for a in self.axes:
+            if out.shape[a] != want[a]:
+                raise ValueError(
+                    f"{self}: the gradient has length {g.shape[a]} along dimension {a}, "
+                    f"which does not sum to the value's length {want[a]}"
+                )
+        output_storage[0][0] = out
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        shape = list(input_shapes[0])
+        for a in self.axes:
+            shape[a] = input_shapes[1][a]
+        return [tuple(shape)]
+
+    def connection_pattern(self, node):
+        return [[True], [False]]
+
+    def L_op(self, inputs, outputs, output_grads):
+        # Spread back where the sum gathered: the gradient of the sum is a broadcast.
+        g = inputs[0]
+        spread = _tensor.extra_ops.broadcast_to(output_grads[0], g.shape)
+        return [spread, disconnected_type()]
+
+
+def reduce_spread_grad_to(g, x):
+    """``reduce_grad_to(g, x)`` for a value ``x`` that numpy may also have spread at run
+    time (the value written by ``set_subtensor``, ``alloc``'s, ``broadcast_to``'s): a
+    length 1 of ``x`` where its type says neither 1 nor broadcastable sums ``g`` there
+    when the function runs (``SumToShape``)."""
+    g = reduce_grad_to(g, x)
+    axes = [
+        d
+        for d in range(x.ndim)
+        if x.type.shape[d] is None and g.type.shape[d] != 1 and not g.broadcastable[d]
+    ]
+    if not axes or _is_discrete(x):
+        return g
+    return SumToShape(axes)(g, x)
 
 
 def expand_composite_grad(comp, inputs, output_grads):

@@ -22,7 +22,7 @@ from theano_dag.tensor import basic as tb
 from theano_dag.tensor import math as tm
 from theano_dag.tensor.arrays import Assert, MaxAndArgmax, Tri, flatnonzero
 from theano_dag.tensor.basic import repeat
-from theano_dag.tensor.elemwise import DimShuffle, _norm_axis
+from theano_dag.tensor.elemwise import DimShuffle, _norm_axis, reduce_spread_grad_to
 from theano_dag.tensor.nnet.nnet import to_one_hot
 from theano_dag.tensor.shape import (
     broadcast_length,
@@ -1263,15 +1263,8 @@ class BroadcastTo(Op):
         gz = output_grads[0]
         lead = len(shape) - a.ndim
         g = gz.sum(axis=list(range(lead))) if lead else gz
-        # Sum over the dimensions where a has length 1 and the result may not.
-        spread = [
-            d
-            for d in range(a.ndim)
-            if a.type.shape[d] == 1 and outputs[0].type.shape[d + lead] != 1
-        ]
-        if spread:
-            g = g.sum(axis=spread, keepdims=True)
-        return [g] + [_disconnected() for _ in shape]
+        # Summed over the dimensions where ``a`` has length 1 and the result may not.
+        return [reduce_spread_grad_to(g, a)] + [_disconnected() for _ in shape]
 
 
 broadcast_to_ = BroadcastTo()

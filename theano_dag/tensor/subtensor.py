@@ -27,7 +27,7 @@ from theano_dag.tensor.basic import (
     get_vector_length,
     zeros_like,
 )
-from theano_dag.tensor.elemwise import DimShuffle, reduce_grad_to
+from theano_dag.tensor.elemwise import DimShuffle, reduce_spread_grad_to
 from theano_dag.tensor.math import sum as tsum
 from theano_dag.tensor.shape import (
     EqualLengths,
@@ -315,7 +315,7 @@ def _reduce_y_grad(g, y):
     lead = g.ndim - y.ndim
     if lead:
         g = tsum(g, axis=list(range(lead)))
-    return reduce_grad_to(g, y)
+    return reduce_spread_grad_to(g, y)
 
 
 def _last_writes(take, put, x):

@@ -36,6 +36,7 @@ from theano_dag.opt.rewrites.utils import (
     scalar_op,
     single_client,
     sources_cover,
+    spread_dims,
     typed_constant,
 )
 from theano_dag.tensor import math as tm
@@ -404,6 +405,8 @@ def local_elemwise_drop_broadcast(fgraph, node):
         src = _broadcast_source(inp)
         if src is None or src.ndim > out.ndim or src.dtype != inp.dtype:
             continue
+        if isinstance(inp.owner.op, Alloc) and spread_dims(src, inp, fgraph):
+            continue  # the alloc may spread a length 1 that the Elemwise would refuse
         trial = ins[:k] + [src] + ins[k + 1 :]
         others = [i for j, i in enumerate(trial) if j != k]
         if _broadcast_of(others, out.ndim) != out.type.broadcastable:

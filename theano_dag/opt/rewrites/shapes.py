@@ -37,6 +37,7 @@ from theano_dag.opt.rewrites.utils import (
     fit,
     keep_static_shape,
     keep_trace,
+    may_spread,
     value_computed,
 )
 from theano_dag.tensor import math as tm
@@ -665,13 +666,17 @@ def local_elemwise_alloc(fgraph, node):
     """An alloc feeding an elementwise op with another input of the result's shape
     goes: the elementwise op broadcasts the allocated value itself. Where the lengths
     the alloc asked for are not known to be that input's, an Assert checks them (the
-    error the alloc's shape would have raised).
+    error the alloc's shape would have raised). An alloc that may spread a length 1 of
+    its value along a dimension the value's type does not declare (which the
+    elementwise op would refuse) stays.
 
     >>> import theano_dag.tensor as tt
-    >>> v, m = tt.dvector("v"), tt.dmatrix("m")
+    >>> v, m = tt.TensorType("float64", shape=(3,))("v"), tt.dmatrix("m")
     >>> new = local_elemwise_alloc.transform(None, (tt.alloc(v, *m.shape) + m).owner)[0]
     >>> new.owner.inputs[0].owner.op
     InplaceDimShuffle{x,0}
+    >>> local_elemwise_alloc.transform(None, (tt.alloc(tt.dvector("u"), *m.shape) + m).owner)
+    False
     """
     # alloc(v, *m.shape) + m -> v[None] + m
     # alloc(v, 2, 2) + m -> v[None] + assert(m, m.shape == (2, 2))
@@ -712,6 +717,9 @@ def local_elemwise_alloc(fgraph, node):
                 continue
             if a.type.broadcastable[o] and not vb[o]:
                 return False  # a length-1 dimension of the value not declared so
+            k = o - lead
+            if k >= 0 and may_spread(value, k) and not is_length_of(lengths[o], value, k):
+                return False  # the alloc may spread a length 1 the Elemwise would refuse
             if not a.type.broadcastable[o] and not is_length_of(lengths[o], ref, j):
                 conds.append(tm.eq(lengths[o], shape_i(ref, j)))
         v = DimShuffle(value.type.broadcastable, ["x"] * lead + list(range(value.ndim)))(value)

@@ -59,12 +59,14 @@ from theano_dag.opt.rewrites.utils import (
     keep_trace,
     scalar_op,
     single_client,
+    spread_dims,
     typed_constant,
 )
 from theano_dag.tensor import math as tm
 from theano_dag.tensor.arrays import assert_op
 from theano_dag.tensor.basic import Alloc, ARange, alloc, cast, fill
 from theano_dag.tensor.elemwise import DimShuffle, Elemwise
+from theano_dag.tensor.extra_ops import broadcast_to
 from theano_dag.tensor.shape import (
     EqualLengths,
     LengthMismatchError,
@@ -436,15 +438,19 @@ def _same_index(a, b) -> bool:
     return ca is not None and ca == cb
 
 
-def _filled(value, region, out, in_range=True):
+def _filled(value, region, out, in_range=True, fgraph=None):
     """``value`` (cast to ``out``'s dtype) spread to the shape of ``region`` (an
     expression of the indexed part) where it has fewer dimensions or broadcasts along
-    one that ``out`` does not. Where the index may lie out of range (not ``in_range``),
-    a fill of ``region``, which checks it as the written write does (numpy's IndexError;
-    ``local_useless_fill`` keeps the fill unless the part is computed anyway)."""
+    one that ``out`` does not, or where numpy may have spread it when the function runs
+    (a length 1 its type does not declare: a view, ``broadcast_to``). Where the index may
+    lie out of range (not ``in_range``), a fill of ``region``, which checks it as the
+    written write does (numpy's IndexError; ``local_useless_fill`` keeps the fill unless
+    the part is computed anyway)."""
     if value.dtype != out.dtype:
         value = cast(value, out.dtype)
     if value.type.broadcastable == out.type.broadcastable:
+        if spread_dims(value, out, fgraph):
+            value = broadcast_to(value, [shape_i(region, d) for d in range(region.ndim)])
         new = fit(out, value)
     else:
         new = fit(out, alloc(value, *[shape_i(region, d) for d in range(region.ndim)]))
@@ -456,18 +462,21 @@ def _filled(value, region, out, in_range=True):
 def local_subtensor_inc_subtensor(fgraph, node):
     """Reading back the part just set is the value set.
 
-    Like Theano's, the rewrite takes the value to fill the part it was set to (the
-    case of a value broadcast into it at run time along a dimension not declared
-    broadcastable is not told apart). Unlike Theano's, an integer index not known in
-    range is still checked, as the written write checks it: the value is a fill of the
-    part ``x[i]`` (a view).
+    Unlike Theano's, the rewrite spreads the value to the part's shape where numpy may
+    have spread it there when the function runs (a length 1 along a dimension its type
+    does not declare broadcastable: a ``broadcast_to`` view), and an integer index not
+    known in range is still checked, as the written write checks it: the value is a
+    fill of the part ``x[i]`` (a view).
 
     >>> import theano_dag.tensor as tt
-    >>> x, v, i = tt.TensorType("float64", shape=(3, None))("x"), tt.dvector("v"), tt.lscalar("i")
+    >>> x, v, i = tt.TensorType("float64", shape=(3, 4))("x"), tt.dvector("v"), tt.lscalar("i")
     >>> local_subtensor_inc_subtensor.transform(None, tt.set_subtensor(x[1], v)[1].owner)
-    [v]
-    >>> new = local_subtensor_inc_subtensor.transform(None, tt.set_subtensor(x[i], v)[i].owner)
-    >>> new[0].owner.op.scalar_op.name, new[0].owner.inputs[1] is v
+    [BroadcastTo.0]
+    >>> w = tt.TensorType("float64", shape=(4,))("w")
+    >>> local_subtensor_inc_subtensor.transform(None, tt.set_subtensor(x[1], w)[1].owner)
+    [w]
+    >>> new = local_subtensor_inc_subtensor.transform(None, tt.set_subtensor(x[i], w)[i].owner)
+    >>> new[0].owner.op.scalar_op.name, new[0].owner.inputs[1] is w
     ('second', True)
     """
     # set_subtensor(x[idx], v)[idx] -> v (spread to the shape of x[idx])
@@ -484,7 +493,7 @@ def local_subtensor_inc_subtensor(fgraph, node):
     in_range = all(
         isinstance(e, slice) or index_in_range(e, n) for e, n in zip(inner, known_lengths(x))
     )
-    new = _filled(value, subtensor(x, inner), node.outputs[0], in_range)
+    new = _filled(value, subtensor(x, inner), node.outputs[0], in_range, fgraph)
     if new is None:
         return False
     return [keep_trace(node.outputs[0], new, [x, value, *node.inputs[1:]])]
@@ -496,10 +505,18 @@ def local_adv_sub1_adv_inc_sub1(fgraph, node):
     """Reading back the rows just set (one row list) is the value set.
 
     >>> import theano_dag.tensor as tt
-    >>> x, y = tt.TensorType("float64", shape=(3, None))("x"), tt.dmatrix("y")
+    >>> x = tt.TensorType("float64", shape=(3, 4))("x")
+    >>> y = tt.TensorType("float64", shape=(2, 4))("y")
     >>> i = tt.constant([0, 2])
     >>> local_adv_sub1_adv_inc_sub1.transform(None, tt.set_subtensor(x[i], y)[i].owner)
     [y]
+
+    A value of one row, which numpy spread over the rows it was set to, reads back
+    spread (a view):
+
+    >>> z = tt.dmatrix("z")
+    >>> local_adv_sub1_adv_inc_sub1.transform(None, tt.set_subtensor(x[i], z)[i].owner)
+    [BroadcastTo.0]
     """
     # advanced_set_subtensor1(x, y, i)[i] -> y
     u = node.inputs[0]
@@ -515,7 +532,7 @@ def local_adv_sub1_adv_inc_sub1(fgraph, node):
     if not writes_once([ilist]):
         return False
     in_range = index_in_range(ilist, known_lengths(x)[0])
-    new = _filled(value, x[ilist], node.outputs[0], in_range)
+    new = _filled(value, x[ilist], node.outputs[0], in_range, fgraph)
     return [new] if new is not None else False
 
 

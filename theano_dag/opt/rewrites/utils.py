@@ -39,6 +39,8 @@ __all__ = [
     "lengths_kept",
     "client_length_sources",
     "sources_cover",
+    "may_spread",
+    "spread_dims",
     "pattern",
     "const",
     "broadcast_fill",
@@ -401,11 +403,49 @@ def length_sources(v, d, fgraph=None, depth=LENGTH_SOURCES_DEPTH, _memo=None) ->
             val, dims = owner.inputs[0], owner.inputs[1:]
             out = _length_var_sources(dims[d], fgraph, depth - 1, memo)
             k = d - (len(dims) - val.ndim)
-            if k >= 0 and not val.type.broadcastable[k]:
+            # The value's own length there, unless numpy may spread it: a length 1 its
+            # type does not declare broadcastable fills any length asked.
+            if k >= 0 and not may_spread(val, k):
                 out |= length_sources(val, k, fgraph, depth - 1, memo)
     if out is None:
         out = frozenset((static if static is not None else key,))
     memo[key] = out
+    return out
+
+
+def may_spread(value, k) -> bool:
+    """Whether numpy may spread ``value`` along its dimension ``k`` when the function
+    runs, where an op writes it into a larger part (``alloc``, ``set_subtensor``,
+    ``broadcast_to``): its type declares neither broadcastable nor a static length there,
+    so a length 1 may fill any length.
+
+    >>> import theano_dag.tensor as tt
+    >>> may_spread(tt.dmatrix("v"), 0), may_spread(tt.drow("r"), 0)
+    (True, False)
+    """
+    return value.type.shape[k] is None
+
+
+def spread_dims(value, target, fgraph=None) -> list:
+    """The dimensions of ``target`` (right-aligned with ``value``'s) along which numpy
+    may spread ``value`` written into it (``may_spread``) and nothing in the graph
+    checks their lengths equal (``length_sources``).
+
+    >>> import theano_dag.tensor as tt
+    >>> v, m = tt.dmatrix("v"), tt.dmatrix("m")
+    >>> spread_dims(v, m), spread_dims(v, tt.exp(v)), spread_dims(tt.drow("r"), m)
+    ([0, 1], [], [1])
+    """
+    off = target.ndim - value.ndim
+    out = []
+    memo: dict = {}
+    for k in range(value.ndim):
+        d = k + off
+        if not may_spread(value, k) or target.type.shape[d] == 1:
+            continue
+        have = length_sources(target, d, fgraph, _memo=memo)
+        if not sources_cover(length_sources(value, k, fgraph, _memo=memo), have):
+            out.append(d)
     return out
 
 
