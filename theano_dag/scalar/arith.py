@@ -168,9 +168,27 @@ def _fold(fn, xs):
 
 
 class Sub(BinaryScalarOp):
+    """``x - y``. Two booleans are refused, as numpy and Theano refuse them (their
+    difference is no boolean; ``^`` is the boolean one).
+
+    >>> sub.output_types(("bool", "bool"))
+    Traceback (most recent call last):
+    ...
+    TypeError: sub: booleans are not subtracted (numpy and Theano refuse it): use a ^ b ...
+    """
+
     nfunc = staticmethod(np.subtract)
     wraps_integers = True
     c_expr = "(%(x)s - %(y)s)"
+
+    def output_types(self, dtypes) -> tuple:
+        if len(dtypes) == 2 and all(d == "bool" for d in dtypes):
+            raise TypeError(
+                f"{self}: booleans are not subtracted (numpy and Theano refuse it): use "
+                "a ^ b for their difference as booleans, or cast them to an integer dtype "
+                "first"
+            )
+        return super().output_types(dtypes)
 
     def grad(self, inputs, output_grads):
         (gz,) = output_grads
@@ -305,8 +323,24 @@ def _wrapping_negation(e, dtype, types):
 
 
 class Neg(UnaryScalarOp):
+    """``-x``. A boolean is refused, as numpy and Theano refuse it (``~`` negates one).
+
+    >>> neg.output_types(("bool",))
+    Traceback (most recent call last):
+    ...
+    TypeError: neg: a boolean is not negated with - (numpy and Theano refuse it): use ~x ...
+    """
+
     nfunc = staticmethod(np.negative)
     c_expr = "(-%(x)s)"
+
+    def output_types(self, dtypes) -> tuple:
+        if tuple(dtypes) == ("bool",):
+            raise TypeError(
+                f"{self}: a boolean is not negated with - (numpy and Theano refuse it): use "
+                "~x for its logical negation, or cast it to an integer dtype first"
+            )
+        return super().output_types(dtypes)
 
     def c_code(self, inputs, in_dtypes, out_dtypes, types=C_TYPES):
         """``-x``; a signed integer wraps, as numpy's.
