@@ -38,6 +38,8 @@ from theano_dag.gradient.ops import (
 )
 from theano_dag.gradient.reverse import (
     DisconnectedInputError,
+    GradArgumentError,
+    GradArgumentTypeError,
     Lop,
     NullTypeGradError,
     NullTypeRopError,
@@ -65,6 +67,8 @@ __all__ = [
     "DisconnectedInputError",
     "NullTypeGradError",
     "NullTypeRopError",
+    "GradArgumentError",
+    "GradArgumentTypeError",
     "DisconnectedType",
     "NullType",
     "disconnected_type",

@@ -41,12 +41,35 @@ __all__ = [
     "DisconnectedInputError",
     "NullTypeGradError",
     "NullTypeRopError",
+    "GradArgumentError",
+    "GradArgumentTypeError",
 ]
 
 
 class DisconnectedInputError(ValueError):
     """Raised when ``grad`` is asked for the gradient with respect to a variable the cost
     does not depend on, and ``disconnected_inputs='raise'``."""
+
+
+class GradArgumentError(ValueError, AssertionError):
+    """An argument of ``grad``, ``jacobian`` or ``hessian`` of the wrong kind (a matrix
+    expression for a Jacobian, a matrix to differentiate a Hessian with respect to, no
+    cost and no known gradients). A ``ValueError``, and an ``AssertionError`` as Theano's
+    asserts raised there, so that code catching either runs unchanged.
+
+    >>> import theano_dag.tensor as tt
+    >>> from theano_dag.gradient import jacobian
+    >>> try:
+    ...     jacobian(tt.dmatrix("m"), tt.dvector("v"))
+    ... except AssertionError as err:
+    ...     print(type(err).__name__, isinstance(err, ValueError))
+    GradArgumentError True
+    """
+
+
+class GradArgumentTypeError(TypeError, AssertionError):
+    """``GradArgumentError``'s kin for an argument of the wrong type (the cost of a Hessian
+    that is not a scalar): a ``TypeError``, and an ``AssertionError`` as Theano's."""
 
 
 class NullTypeGradError(TypeError):
@@ -219,7 +242,7 @@ def grad(
     _check_choice("return_disconnected", return_disconnected, ("zero", "None", "Disconnected"))
     _check_choice("null_gradients", null_gradients, ("raise", "return"))
     if cost is None and known_grads is None:
-        raise ValueError("grad: cost and known_grads can't both be None")
+        raise GradArgumentError("grad: cost and known_grads can't both be None")
     if cost is not None:
         if not isinstance(cost, Variable):
             raise TypeError(f"grad: cost must be a symbolic Variable, got {cost!r}")

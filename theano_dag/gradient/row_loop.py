@@ -17,7 +17,13 @@ from theano_dag import tensor as tt
 from theano_dag.config import config
 from theano_dag.engines.inner import compile_inner
 from theano_dag.gradient.ops import _GradIdentity
-from theano_dag.gradient.reverse import _as_list, _format_as, grad
+from theano_dag.gradient.reverse import (
+    GradArgumentError,
+    GradArgumentTypeError,
+    _as_list,
+    _format_as,
+    grad,
+)
 from theano_dag.graph.basic import (
     Apply,
     Constant,
@@ -296,7 +302,7 @@ def jacobian(expression, wrt, consider_constant=None, disconnected_inputs="raise
         raise TypeError(f"jacobian: expression must be a symbolic Variable, got {expression!r}")
     ndim = getattr(expression.type, "ndim", None)
     if ndim is None or ndim > 1:
-        raise ValueError(
+        raise GradArgumentError(
             f"jacobian: expression must be a scalar or a vector, but {expression} "
             f"has type {expression.type} (flatten it first)"
         )
@@ -333,13 +339,13 @@ def hessian(cost, wrt, consider_constant=None, disconnected_inputs="raise"):
            [ 0., 12.]])
     """
     if not isinstance(cost, Variable) or getattr(cost.type, "ndim", None) != 0:
-        raise TypeError(f"hessian: cost must be a scalar (0-d) Variable, got {cost!r}")
+        raise GradArgumentTypeError(f"hessian: cost must be a scalar (0-d) Variable, got {cost!r}")
     using_list, using_tuple = isinstance(wrt, list), isinstance(wrt, tuple)
     wrt = _as_list(wrt)
     hessians = []
     for w in wrt:
         if not isinstance(w, Variable) or getattr(w.type, "ndim", None) != 1:
-            raise ValueError(
+            raise GradArgumentError(
                 f"hessian: each wrt must be a vector (1-d) Variable, got {w!r} "
                 f"of type {getattr(w, 'type', type(w))}"
             )
