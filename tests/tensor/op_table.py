@@ -1207,6 +1207,7 @@ LINALG = [
     _lin("matrix_inverse", la.matrix_inverse, np.linalg.inv, (WELL(4, 4),)),
     _lin("pinv", la.pinv, np.linalg.pinv, (U(3, 5),)),
     _lin("det", la.det, np.linalg.det, (WELL(4, 4),)),
+    _lin("adjugate", la.adjugate, lambda x: np.linalg.det(x) * np.linalg.inv(x), (WELL(4, 4),)),
     *[
         _lin(
             f"slogdet[{k}]",

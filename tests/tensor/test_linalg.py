@@ -191,6 +191,40 @@ def test_engines_agree():
         np.testing.assert_allclose(r, c, rtol=1e-12)
 
 
+def _det_fd_grad(a, step=1e-6):
+    g = np.zeros_like(a)
+    for k in np.ndindex(a.shape):
+        up, down = a.copy(), a.copy()
+        up[k] += step
+        down[k] -= step
+        g[k] = (np.linalg.det(up) - np.linalg.det(down)) / (2 * step)
+    return g
+
+
+SINGULAR = {
+    "rank_1_of_2": np.array([[1.0, 2.0], [2.0, 4.0]]),
+    "rank_1_of_3": np.outer([1.0, 2.0, 3.0], [4.0, -5.0, 6.0]),
+    "rank_2_of_3": np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0]]),
+    "zeros": np.zeros((3, 3)),
+    "nilpotent": np.array([[0.0, 1.0], [0.0, 0.0]]),
+}
+
+
+@pytest.mark.parametrize("engine", ["py", "cpu", "opencl"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("case", sorted(SINGULAR))
+def test_det_gradient_at_a_singular_matrix_is_the_adjugate(engine, dtype, case):
+    # det(X) X^-1 (Theano's, PyTensor's) does not exist there; the adjugate does
+    if engine == "opencl":
+        pytest.importorskip("pyopencl")
+    a = tt.matrix("a", dtype=dtype)
+    f = function([a], grad(nlinalg.det(a), a), mode=Mode(linker=engine, optimizer="fast_run"))
+    value = SINGULAR[case]
+    got = f(value.astype(dtype))
+    assert got.dtype == dtype
+    np.testing.assert_allclose(got, _det_fd_grad(value), atol=1e-5 if dtype == "float32" else 1e-8)
+
+
 def test_multi_output_decompositions():
     x = tt.dmatrix("x")
     u, s, vt = nlinalg.svd(x)

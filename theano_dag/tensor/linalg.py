@@ -36,6 +36,7 @@ from theano_dag.tensor.type import TensorType, float_dtypes
 from theano_dag.tensor.variable import as_tensor_variable
 
 __all__ = [
+    "Adjugate",
     "Cholesky",
     "CholeskyGrad",
     "Det",
@@ -56,6 +57,7 @@ __all__ = [
     "tensorinv",
     "tensorsolve",
     "cho_solve",
+    "adjugate",
     "cholesky",
     "det",
     "eig",
@@ -476,8 +478,55 @@ class Det(Op):
         return [()]
 
     def L_op(self, inputs, outputs, output_grads):
-        # d det(X) = det(X) tr(X^-1 dX)
-        return [output_grads[0] * outputs[0] * matrix_inverse(inputs[0]).T]
+        # d det(X) = tr(adj(X) dX): det(X) X^-1 where X is invertible, and finite where
+        # it is not (the adjugate, from the SVD, not from an inverse that does not exist)
+        return [output_grads[0] * adjugate(inputs[0]).T]
+
+
+class Adjugate(Op):
+    """The adjugate of a square matrix: ``det(a) * inv(a)`` where ``a`` is invertible,
+    and defined where it is not (the gradient of ``det`` is its transpose). Computed from
+    the SVD ``a = u s vt`` as ``det(u) det(vt) vt.T diag(prod of the other s) u.T``,
+    without dividing by a singular value.
+
+    >>> from theano_dag import tensor as tt
+    >>> a = tt.dmatrix("a")
+    >>> adjugate(a).eval({a: np.array([[1.0, 2.0], [2.0, 4.0]])}).round(12)
+    array([[ 4., -2.],
+           [-2.,  1.]])
+    """
+
+    __props__ = ()
+
+    def make_node(self, x):
+        x = _square_matrix(self, x)
+        return Apply(self, [x], [x.type()])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        a = _svd_input(inputs[0], str(self))
+        n = a.shape[0]
+        if n == 0:
+            adj = np.zeros((0, 0))
+        else:
+            u, s, vt = np.linalg.svd(a)
+            # each singular value's product with all the others, without a division
+            before = np.concatenate([[1.0], np.cumprod(s[:-1])])
+            after = np.concatenate([np.cumprod(s[::-1][:-1])[::-1], [1.0]])
+            sign = np.sign(np.linalg.det(u)) * np.sign(np.linalg.det(vt))
+            adj = sign * (vt.T * (before * after)) @ u.T
+        output_storage[0][0] = np.asarray(adj, dtype=node.outputs[0].dtype)
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return [input_shapes[0]]
+
+    def L_op(self, inputs, outputs, output_grads):
+        # adj(X) = det(X) X^-1: d adj = det(X) (tr(X^-1 dX) X^-1 - X^-1 dX X^-1), which
+        # needs the inverse (a Hessian of det at a singular matrix raises LinAlgError).
+        (gz,) = output_grads
+        x = inputs[0]
+        inv_t = matrix_inverse(x).T
+        g = det(x) * (tm.sum(gz * inv_t.T) * inv_t - tm.dot(tm.dot(inv_t, gz), inv_t))
+        return _like_inputs([g], inputs)
 
 
 class SLogDet(Op):
@@ -998,6 +1047,7 @@ def tensorsolve(a, b, axes=None):
 matrix_inverse = MatrixInverse()
 pinv = MatrixPinv()
 det = Det()
+adjugate = Adjugate()
 eig = Eig()
 expm = Expm()
 solve_lower_triangular = Solve("lower_triangular", lower=True)

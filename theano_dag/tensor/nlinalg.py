@@ -4,6 +4,7 @@ from theano_dag.tensor.extra_ops import AllocDiag, ExtractDiag, diag
 from theano_dag.tensor.linalg import (
     QR,
     SVD,
+    Adjugate,
     Det,
     Eig,
     Eigh,
@@ -14,6 +15,7 @@ from theano_dag.tensor.linalg import (
     SLogDet,
     TensorInv,
     TensorSolve,
+    adjugate,
     det,
     eig,
     eigh,
@@ -35,6 +37,7 @@ from theano_dag.tensor.linalg import (
 from theano_dag.tensor.variable import as_tensor_variable
 
 __all__ = [
+    "Adjugate",
     "AllocDiag",
     "Det",
     "Eig",
@@ -49,6 +52,7 @@ __all__ = [
     "SVD",
     "TensorInv",
     "TensorSolve",
+    "adjugate",
     "alloc_diag",
     "det",
     "diag",
