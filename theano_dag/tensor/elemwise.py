@@ -526,11 +526,7 @@ def reduce_spread_grad_to(g, x):
     length 1 of ``x`` where its type says neither 1 nor broadcastable sums ``g`` there
     when the function runs (``SumToShape``)."""
     g = reduce_grad_to(g, x)
-    axes = [
-        d
-        for d in range(x.ndim)
-        if x.type.shape[d] is None and g.type.shape[d] != 1 and not g.broadcastable[d]
-    ]
+    axes = [d for d in range(x.ndim) if x.type.shape[d] is None and g.type.shape[d] != 1]
     if not axes or _is_discrete(x):
         return g
     return SumToShape(axes)(g, x)
