@@ -11,7 +11,7 @@ from theano_dag.compile.mode import Mode, get_mode
 from theano_dag.engines.cpu.linker import CPULinker
 from theano_dag.engines.cpu.native.ckernel import wait_for_kernels
 from theano_dag.engines.opencl.context import opencl_available
-from theano_dag.opt.rewrites.subtensor import known_lengths
+from theano_dag.opt.rewrites.subtensor import known_lengths, local_inc_subtensor_of_reshape_grad
 from theano_dag.printing import debugprint
 from theano_dag.tensor.elemwise import Elemwise, Sum
 from theano_dag.tensor.shape import MakeVector, Reshape, Shape
@@ -306,3 +306,45 @@ def test_linreg_values_on_every_engine(engine):
     ref = theano_dag.function([q], outs, mode=REFERENCE)
     for a, b in zip(f(Q), ref(Q)):
         np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_inc_subtensor_of_reshape_grad_keeps_a_reshape_that_changes_the_lengths(dtype):
+    # The gradient of x[1:].reshape((2, 2)) for x of shape (2, 4): the reshape takes g from
+    # (2, 2) back to the part's (1, 4). Writing g without it raised (no broadcast fits).
+    x = tt.matrix("x", dtype=dtype)
+    w = np.arange(4, dtype=dtype).reshape(2, 2)
+    grad = theano_dag.grad(tt.sum(x[1:].reshape((2, 2)) * w), x)
+    f = theano_dag.function([x], grad, mode=FAST_RUN)
+    assert any(isinstance(op, Reshape) for op in _ops(f))
+    g = tt.matrix("g", dtype=dtype)
+    write = tt.set_subtensor(tt.zeros_like(x)[1:], g.reshape(x[1:].shape)).owner
+    assert local_inc_subtensor_of_reshape_grad.transform(None, write) is False
+    g = tt.specify_shape(g, (2, 2))
+    write = tt.set_subtensor(tt.zeros_like(x)[1:], g.reshape(x[1:].shape)).owner
+    assert local_inc_subtensor_of_reshape_grad.transform(None, write) is False
+    want = np.array([[0, 0, 0, 0], [0, 1, 2, 3]], dtype)
+    np.testing.assert_array_equal(f(np.ones((2, 4), dtype)), want)
+    # the same write built by hand, forward
+    y = tt.matrix("y", dtype=dtype)
+    h = theano_dag.function([x, y], tt.set_subtensor(x[1:], y.reshape(x[1:].shape)))
+    np.testing.assert_array_equal(h(np.zeros((2, 4), dtype), w), want)
+    with pytest.raises(ValueError):  # 3 elements do not reshape to 4
+        h(np.zeros((2, 4), dtype), np.ones((1, 3), dtype))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_inc_subtensor_of_reshape_grad_drops_a_matrix_reshape_of_known_equal_lengths(dtype):
+    w = tt.specify_shape(tt.matrix("w", dtype=dtype), (3, 3))
+    g = tt.specify_shape(tt.matrix("g", dtype=dtype), (2, 3))
+    z = tt.inc_subtensor(tt.zeros_like(w)[1:], g.reshape(w[1:].shape))
+    f = theano_dag.function([w.owner.inputs[0], g.owner.inputs[0]], z, mode=FAST_RUN)
+    h = theano_dag.function([w.owner.inputs[0], g.owner.inputs[0]], z, mode=WITHOUT)
+    assert not any(isinstance(op, Reshape) for op in _ops(f))
+    new = local_inc_subtensor_of_reshape_grad.transform(None, z.owner)[0]
+    assert new.owner.op == z.owner.op and new.owner.inputs[1] is g
+    gv = np.arange(6, dtype=dtype).reshape(2, 3)
+    want = np.zeros((3, 3), dtype)
+    want[1:] = gv
+    np.testing.assert_array_equal(f(np.ones((3, 3), dtype), gv), want)
+    np.testing.assert_array_equal(h(np.ones((3, 3), dtype), gv), want)

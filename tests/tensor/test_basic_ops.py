@@ -69,6 +69,17 @@ BAD = [
         r"must be the result of indexing, got .* computed by Elemwise\{exp,no_inplace\}",
     ),
     (
+        lambda: tt.set_subtensor(tt.dmatrix("m").T, 1.0),
+        TypeError,
+        r"must be the result of indexing, got m.T computed by InplaceDimShuffle\{1,0\}",
+    ),
+    (
+        lambda: tt.set_subtensor(tt.dtensor3("t")[0].T, 1.0),
+        TypeError,
+        r"cannot write through InplaceDimShuffle\{1,0\} of .*: the tensor it indexes has 3 "
+        r"dimensions, InplaceDimShuffle\{1,0\} permutes 2; index a permuted tensor instead",
+    ),
+    (
         lambda: tt.inc_subtensor(tt.dvector()[1:], tt.dmatrix()),
         ValueError,
         "the value .* has 2 dimensions, more than the 1 of the indexed result",

@@ -856,3 +856,44 @@ def test_alloc_of_a_python_number_takes_its_constants_dtype():
     assert tt.alloc(0.1, 3).dtype == "float64"
     assert tt.alloc(2, 3).dtype == "int8"
     np.testing.assert_array_equal(tt.alloc(1.5, 3).eval(), np.full(3, 1.5, "float32"))
+
+
+def _permuted_write_cases():
+    # (name, what to write through, the layout the result has, the region there, y's shape)
+    yield "x[:, ::2].T", lambda x: x[:, ::2].T, np.transpose, np.s_[::2], (2, 3)
+    yield "x[1:, ::2].T <- row", lambda x: x[1:, ::2].T, np.transpose, np.s_[::2, 1:], (2,)
+    yield "x[[2, 0]].T", lambda x: x[[2, 0]].T, np.transpose, np.s_[:, [2, 0]], (4, 2)
+    yield "x.T[1:].T", lambda x: x.T[1:].T, np.asarray, np.s_[:, 1:], (3, 3)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("set_", [False, True])
+@pytest.mark.parametrize("case", list(_permuted_write_cases()), ids=lambda c: c[0])
+def test_writes_through_a_permuted_indexed_tensor_give_the_base_permuted_alike(case, set_, engine):
+    # Theano's rule: set_subtensor(x[:, ::2].T, y) is x.T with x.T[::2] set to y (the base
+    # comes out with the axes of the tensor written through).
+    _, part, layout, region, yshape = case
+    x, y = tt.dmatrix("x"), tt.TensorType("float64", (None,) * len(yshape))("y")
+    op = tt.set_subtensor if set_ else tt.inc_subtensor
+    xv = np.arange(12.0).reshape(3, 4)
+    yv = np.random.default_rng(0).random(yshape)
+    got = theano_dag.function([x, y], op(part(x), y), mode=Mode(linker=engine))(xv, yv)
+    want = layout(xv).copy()
+    want[region] = yv if set_ else want[region] + yv
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(xv, np.arange(12.0).reshape(3, 4))  # x left as it was
+    verify_grad(lambda xx, yy: op(part(xx), yy), [xv, yv], rng=np.random.default_rng(1))
+
+
+def test_inplace_write_through_permuted_axes_destroys_the_base():
+    x, y = tt.dmatrix("x"), tt.dmatrix("y")
+    out = tt.inc_subtensor(tt.take(x, [3, 1], axis=1), y, inplace=True)
+    inc = out.owner.inputs[0].owner
+    assert isinstance(out.owner.op, tt.DimShuffle) and inc.op.destroy_map == {0: [0]}
+    xv, yv = np.zeros((3, 4)), np.arange(6.0).reshape(3, 2)
+    f = theano_dag.function([In(x, mutable=True), y], out, accept_inplace=True)
+    got = f(xv, yv)
+    want = np.zeros((3, 4))
+    want[:, [3, 1]] += yv
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(xv, want)  # written in place, as declared mutable

@@ -1065,20 +1065,19 @@ def getitem(x, args):
     return Subtensor(idx_list)(x, *inputs)
 
 
-def _is_take_off_axis0(node) -> bool:
-    """Whether the DimShuffle ``node`` is the outer swap of :func:`take` along an axis
-    other than the first: ``swap(advanced_subtensor1(swap(x), i))``, ``swap`` exchanging
-    the first axis with another (its own inverse)."""
-    order = node.op.new_order
-    if "x" in order or node.op.drop or list(order) == list(range(len(order))):
+def _is_permutation(op) -> bool:
+    """Whether the DimShuffle ``op`` only reorders its input's axes (no new, no dropped)."""
+    return "x" not in op.new_order and not op.drop
+
+
+def _is_indexed(v) -> bool:
+    """Whether ``v`` is the result of indexing, maybe with its axes reordered or new axes."""
+    owner = v.owner
+    if owner is None:
         return False
-    if any(order[o] != k for k, o in enumerate(order)):
-        return False  # not its own inverse
-    a1 = node.inputs[0].owner
-    if a1 is None or not isinstance(a1.op, AdvancedSubtensor1):
-        return False
-    inner = a1.inputs[0].owner
-    return inner is not None and isinstance(inner.op, DimShuffle) and inner.op.new_order == order
+    if isinstance(owner.op, (Subtensor, AdvancedSubtensor1, AdvancedSubtensor)):
+        return True
+    return isinstance(owner.op, DimShuffle) and _is_indexed(owner.inputs[0])
 
 
 def _inc_or_set(x_sub, y, set_instead_of_inc, who):
@@ -1102,15 +1101,22 @@ def _inc_or_set(x_sub, y, set_instead_of_inc, who):
             node.inputs[0], y, *node.inputs[1:]
         )
 
-    if isinstance(op, DimShuffle) and _is_take_off_axis0(node):
-        # take(x, i, axis): swap(advanced_subtensor1(swap(x), i)): y swapped in, the
-        # result swapped back out (x's own layout)
+    if isinstance(op, DimShuffle) and _is_permutation(op) and _is_indexed(node.inputs[0]):
+        # x_sub is an indexed tensor with its axes permuted (x[:, ::2].T, or take(x, i,
+        # axis) = swap(x)[i] swapped back): y permuted back goes into that indexed tensor,
+        # and the updated base comes out permuted as x_sub is, as in Theano; for take,
+        # whose base is swap(x), that is x's own layout.
+        base = node.inputs[0]
         y = as_tensor_variable(y)
         y = DimShuffle(y.broadcastable, ["x"] * (x_sub.ndim - y.ndim) + list(range(y.ndim)))(y)
-        inner = node.inputs[0].owner
-        done = AdvancedIncSubtensor1(set_instead_of_inc=set_instead_of_inc)(
-            inner.inputs[0], y.dimshuffle(op.new_order), inner.inputs[1]
-        )
+        inverse = [op.new_order.index(k) for k in range(x_sub.ndim)]
+        done = _inc_or_set(base, y.dimshuffle(inverse), set_instead_of_inc, who)
+        if done.ndim != x_sub.ndim:
+            raise TypeError(
+                f"{who}: cannot write through {op} of {base}: the tensor it indexes has "
+                f"{done.ndim} dimensions, {op} permutes {x_sub.ndim}; index a permuted "
+                f"tensor instead (x.T[i] rather than x[i].T)"
+            )
         return done.dimshuffle(op.new_order)
     if (
         isinstance(op, DimShuffle)
@@ -1140,6 +1146,10 @@ def _inc_or_set(x_sub, y, set_instead_of_inc, who):
 def set_subtensor(x, y, inplace=False, tolerate_inplace_aliasing=False):
     """A copy of the indexed tensor's base with ``x``'s region set to ``y``.
 
+    Written through permuted axes (``x[:, ::2].T``, ``take(x, i, axis=1)``), the base
+    comes out permuted as ``x`` is, as in Theano: ``set_subtensor(m[:, ::2].T, y)`` is
+    ``m.T`` with ``m.T[::2]`` set to ``y``.
+
     ``inplace=True`` (Theano's) writes into the base itself: the graph then destroys
     it, which a function accepts with ``accept_inplace=True``. ``tolerate_inplace_aliasing``
     is accepted for Theano's signature.
@@ -1158,11 +1168,16 @@ def inc_subtensor(x, y, inplace=False, set_instead_of_inc=False, tolerate_inplac
     who = "set_subtensor" if set_instead_of_inc else "inc_subtensor"
     out = _inc_or_set(x, y, set_instead_of_inc, who)
     if inplace:
-        node = out.owner
+        node, outer = out.owner, []
+        while isinstance(node.op, DimShuffle):  # a write through permuted axes
+            outer.append(node.op)
+            node = node.inputs[0].owner
         op = _copy.copy(node.op)
         op.inplace = True
         op.destroy_map = {0: [0]}
         out = op(*node.inputs)
+        for shuffle in reversed(outer):
+            out = shuffle(out)
     return out
 
 

@@ -1106,7 +1106,8 @@ def _unit_slice_start(entry):
 def local_inc_subtensor_of_reshape_grad(fgraph, node):
     """Writing into ``x[idx]`` a value reshaped to the shape of ``w[idx]``, with ``x`` of
     ``w``'s shape (the gradient of ``w[idx].reshape(...)``), needs no reshape when the
-    value already has that shape (an increment checks it the same way), nor when it is
+    value is known to have that shape already, or is a vector of a known length other
+    than 1 (the increment then checks its length as the reshape did), nor when it is
     one number going into a one-element slice (written at that element instead).
 
     >>> import theano_dag.tensor as tt
@@ -1138,13 +1139,17 @@ def local_inc_subtensor_of_reshape_grad(fgraph, node):
     out = node.outputs[0]
     op = node.op
     if g.ndim == s.ndim:
-        # No length of g is 1 unless s's is too: the increment then checks g's shape
-        # against the part's exactly as the reshape did (no broadcast can hide a mismatch).
-        # (the lengths the graph fixes: the gradient of a parameter of known length is
-        # often elementwise ops on it, which keep no static shape in their type)
-        known = all(
-            n is not None and (n != 1 or m == 1) for n, m in zip(known_lengths(g), s.type.shape)
-        )
+        # The reshape checks only the number of elements, the increment every length: they
+        # agree where g has one dimension and no length 1 unless s's is too (no broadcast can
+        # hide a mismatch), or where g's lengths are known to be s's. A reshape of (2, 2)
+        # to (1, 4) is not a no-op. (The lengths the graph fixes: the gradient of a
+        # parameter of known length is often elementwise ops on it, which keep no static
+        # shape in their type.)
+        lengths = known_lengths(g)
+        if g.ndim <= 1:
+            known = all(n is not None and (n != 1 or m == 1) for n, m in zip(lengths, s.type.shape))
+        else:
+            known = None not in lengths and lengths == known_lengths(s)
         if not known or g.dtype != y.dtype:
             return False
         new = op(x, g, *node.inputs[2:])
