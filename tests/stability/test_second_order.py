@@ -66,3 +66,42 @@ def test_a_gradient_only_op_is_kept_in_the_rows():
     x = tt.dvector("x")
     h = hessian((zero_grad(x) ** 2 * x).sum(), x)
     np.testing.assert_array_equal(h.eval({x: np.array([1.0, 2.0])}), np.zeros((2, 2)))
+
+
+# Second derivatives by grad of grad (not `hessian`): of the raw gradient, whose
+# exp(x) multiplies sums of sigmoids, or which divides sums by products of sigmoids.
+WRITTEN_FORMS = {
+    "-log1p(exp(x))": (
+        lambda x: -tt.log1p(tt.exp(x)),
+        lambda t: -mpmath.log1p(mpmath.exp(t)),
+    ),
+    "-log(1 + exp(-x))": (
+        lambda x: -tt.log(1 + tt.exp(-x)),
+        lambda t: -mpmath.log(1 + mpmath.exp(-t)),
+    ),
+    "log(exp(x) / (1 + exp(x)))": (
+        lambda x: tt.log(tt.exp(x) / (1 + tt.exp(x))),
+        lambda t: -mpmath.log(1 + mpmath.exp(-t)),
+    ),
+    "log(sigmoid(x) * sigmoid(x))": (
+        lambda x: tt.log(tt.nnet.sigmoid(x) * tt.nnet.sigmoid(x)),
+        lambda t: -2 * mpmath.log(1 + mpmath.exp(-t)),
+    ),
+    "x * log(1 + exp(x))": (
+        lambda x: x * tt.log(1 + tt.exp(x)),
+        lambda t: t * mpmath.log(1 + mpmath.exp(t)),
+    ),
+}
+
+
+@pytest.mark.parametrize("form", WRITTEN_FORMS, ids=str)
+def test_grad_of_grad_of_a_written_form_is_finite_where_exp_overflows(form):
+    build, ref = WRITTEN_FORMS[form]
+    x = tt.dvector("x")
+    g = theano_dag.grad(build(x).sum(), x)
+    xs = np.array([-1000.0, -30.0, -1.0, 0.0, 1.0, 30.0, 710.0, 746.0, 1000.0])
+    got = theano_dag.function([x], theano_dag.grad(g.sum(), x))(xs)
+    with mpmath.workdps(50):
+        want = np.array([float(mpmath.diff(ref, mpmath.mpf(t), 2)) for t in xs])
+    # absolute: where the exact value is ~1e-300, a sum of terms of order 1 rounds to 0
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-15)

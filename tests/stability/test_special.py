@@ -5,9 +5,11 @@ at inputs where the naive arithmetic underflows, overflows or cancels."""
 import mpmath
 import numpy as np
 import pytest
-from corpus import ENGINE_PARAMS, FLOATS, Case, check, elementwise
+from corpus import ENGINE_PARAMS, ENGINES, FLOATS, Case, check, elementwise, mp_elementwise
 
+import theano_dag
 import theano_dag.tensor as tt
+from theano_dag import function
 
 TAIL = np.array([-5.0, -1e-20, 1e-20, 0.3, 3.0, 9.5, 12.0, 30.0, 1000.0])
 # erfc(x) is a normal float32 up to x = 9.2: the values of 1 - erf(x) stop there
@@ -126,6 +128,18 @@ CASES = [
         [np.array([800.0, 100.0, 1e-20, -3.0])],
     ),
     elementwise(
+        "log(1 + expm1(x)) at large and tiny x",
+        lambda x: tt.log(1 + tt.expm1(x)),
+        lambda x: x,
+        [np.array([-1000.0, -5.6234132519034904e-12, -1e-20, 1e-20, 0.5, 80.0])],
+    ),
+    elementwise(
+        "log(erfcx(x))",
+        lambda x: tt.log(tt.erfcx(x)),
+        lambda x: mpmath.log(mpmath.erfc(x) * mpmath.exp(x * x)),
+        [np.array([-9.0, -5.0, -0.1, 0.0, 0.3, 3.0, 30.0, 1000.0])],
+    ),
+    elementwise(
         "exp(log1mexp(x)) near 0",
         lambda x: tt.exp(tt.log1mexp(x)),
         lambda x: -mpmath.expm1(x),
@@ -206,3 +220,30 @@ def test_corpus(case, engine, dtype):
     if dtype not in case.dtypes:
         pytest.skip(f"{case} is for {', '.join(case.dtypes)}")
     check(case, engine, dtype)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("engine", ENGINE_PARAMS)
+def test_gradient_of_log_erfcx_where_erfcx_overflows(engine, dtype):
+    # erfcx(x) overflows below -26.6 (-9.4 in float32), and its derivative with it: the
+    # quotient of the two was inf / inf; the derivative is 2 x - 2 / (sqrt(pi) erfcx(x)).
+    xs = np.array([-1e4, -30.0, -27.0, -10.0, -2.0, 0.0, 2.0, 50.0])
+    case = Case(
+        "gradient of log(erfcx(x))",
+        lambda x: theano_dag.grad(tt.sum(tt.log(tt.erfcx(x))), x),
+        [xs],
+        lambda x: mp_elementwise(
+            lambda t: 2 * t - 2 / (mpmath.sqrt(mpmath.pi) * mpmath.erfc(t) * mpmath.exp(t * t)),
+            x,
+        ),
+    )
+    check(case, engine, dtype, grad=False)
+
+
+@pytest.mark.parametrize("engine", ENGINE_PARAMS)
+def test_gradient_of_log1mexp_at_zero_is_the_limit_from_below(engine):
+    # exp(x) / expm1(x) is 1 / +0 at x = +0: the derivative's limit from the domain is -inf
+    x = tt.dvector("x")
+    f = function([x], theano_dag.grad(tt.sum(tt.log1mexp(x)), x), mode=ENGINES[engine][0]())
+    np.testing.assert_array_equal(f(np.array([0.0, -0.0])), [-np.inf, -np.inf])
+    np.testing.assert_allclose(f(np.array([-1e-10, -1.0])), [-1e10, -1 / np.expm1(1.0)])

@@ -361,6 +361,24 @@ def test_flatten_keeps_a_merged_length_of_one_broadcastable(engine):
     assert got[2].shape == (3, 5)
 
 
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_flatten_of_an_empty_input_merges_the_lengths(engine, dtype):
+    # x.reshape((n, -1)) is ambiguous when n is 0 (numpy refuses it): flatten multiplies
+    # the merged lengths instead, and its shape and gradient follow.
+    x = tt.tensor4("x", dtype=dtype)
+    w = np.arange(12, dtype=dtype).reshape(12, 1)
+    flat = tt.flatten(x, 2)
+    cost = tt.sum(tt.dot(flat, w))
+    f = function([x], [flat, flat.shape, grad(cost, x)], mode=mode_of(engine))
+    for xv in (np.zeros((0, 3, 2, 2), dtype), np.ones((2, 3, 2, 2), dtype)):
+        got, shape, g = f(xv)
+        assert got.shape == tuple(shape) == xv.reshape(len(xv), 12).shape
+        np.testing.assert_array_equal(got, xv.reshape(len(xv), 12))
+        np.testing.assert_array_equal(g, np.broadcast_to(w[:, 0].reshape(3, 2, 2), xv.shape))
+    assert function([x], tt.flatten(x, 3))(np.zeros((2, 0, 4, 5), dtype)).shape == (2, 0, 20)
+
+
 def test_error_classes_theano_programs_catch():
     # Still ValueErrors, and also the classes Theano raised (which Theano programs catch).
     a, x = tt.dmatrix("a"), tt.dscalar("x")

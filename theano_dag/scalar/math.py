@@ -1025,8 +1025,9 @@ log1mexp = _unary(
     _log1mexp,
     "(%(x)s < (%(t)s)-0.6931471805599453 ? log1p(-exp(%(x)s)) : log(-expm1(%(x)s)))",
     # -exp(x) / (1 - exp(x)) as exp(x) / expm1(x): -1 / expm1(-x) is -1 / inf, 0, where
-    # exp(-x) overflows (x < -709.8; -88.7 in float32) and the derivative is -exp(x)
-    lambda x, out: _of(x).exp(x) / _of(x).expm1(x),
+    # exp(-x) overflows (x < -709.8; -88.7 in float32) and the derivative is -exp(x).
+    # At x = +0 that is 1 / +0, where the limit from the domain (x < 0) is -inf: out, there
+    lambda x, out: _of(x).switch(_of(x).eq(x, 0), out, _of(x).exp(x) / _of(x).expm1(x)),
     "log(1 - exp(x)) for x <= 0, accurate at both ends",
     pref=upgrade_to_float_no_complex,
 )

@@ -532,7 +532,16 @@ def flatten(x, ndim=1):
     static = x.type.shape
     lead = [shape_i(x, i) if static[i] is None else static[i] for i in range(ndim - 1)]
     rest = static[ndim - 1 :]
-    last = -1 if None in rest else int(np.prod(rest, dtype=np.int64))
+    if None not in rest:
+        last = int(np.prod(rest, dtype=np.int64))
+    elif ndim == 1:
+        last = -1
+    else:
+        # the product, not -1: with a lead length of 0, -1 is any length (numpy refuses it)
+        lengths = [shape_i(x, i) if n is None else n for i, n in enumerate(rest, ndim - 1)]
+        last = lengths[0]
+        for n in lengths[1:]:
+            last = last * n
     return reshape(x, lead + [last], ndim=ndim)
 
 

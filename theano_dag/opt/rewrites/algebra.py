@@ -183,9 +183,12 @@ local_abs_neg = canonicalize(_FAST)(
 )
 # log(exp(x)) -> x
 # (where exp(x) overflows, the written graph gives inf and the rewrite x: nonfinite_unsafe;
-# exp(x) may have other uses, as in the gradient of log(exp(x)): the rewrite still holds)
-local_log_exp = canonicalize(NONFINITE_UNSAFE, "stabilize")(
-    pattern("local_log_exp", (tm.log, (tm.exp, _F)), "x", allow_multiple_clients=True)
+# exp(x) may have other uses, as in the gradient of log(exp(x)): the rewrite still holds;
+# in stabilize too, where log(1 + expm1(x)) becomes log(exp(x)))
+local_log_exp = RULES.stabilize(NONFINITE_UNSAFE)(
+    canonicalize(NONFINITE_UNSAFE, "stabilize")(
+        pattern("local_log_exp", (tm.log, (tm.exp, _F)), "x", allow_multiple_clients=True)
+    )
 )
 
 

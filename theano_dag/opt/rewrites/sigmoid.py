@@ -501,36 +501,46 @@ def _constants_apart(num, den, negated):
 @stabilize()
 @local_optimizer([tm.mul, tm.true_div], requirements=(count_scalar_ops,), needs=[type(ts.sigmoid)])
 def local_sigm_cancel(fgraph, node):
-    """A product of sigmoids and of a sum whose terms divide by those sigmoids,
-    distributed over the sum so that they cancel: the gradient of a cross-entropy of a
-    sigmoid, ``s * (1 - s) * (a / s - b / (1 - s))``, is then ``a * (1 - s) - b * s``,
-    not ``0 * inf`` where ``s`` rounds to 0 or 1. (``1 + exp(x)`` in a term's numerator
-    divides it by ``sigmoid(-x)``.)"""
+    """A product of sigmoids (or exps) and of a sum whose terms divide by those sigmoids
+    (or hold the sigmoid an exp cancels), or a sum divided by sigmoids its terms hold,
+    distributed over the sum so that they cancel:
+    the gradient of a cross-entropy of a sigmoid, ``s * (1 - s) * (a / s - b / (1 - s))``,
+    is then ``a * (1 - s) - b * s``, not ``0 * inf`` where ``s`` rounds to 0 or 1; the
+    second derivative of ``log1p(exp(x))``, ``exp(x) * (sigmoid(x) - 1) * sigmoid(-x)``,
+    is ``(sigmoid(x) - 1) * sigmoid(x)``, not ``inf * 0`` where ``exp(x)`` overflows.
+    (``1 + exp(x)`` in a term's numerator divides it by ``sigmoid(-x)``; a term that is a
+    fill of 0, which the gradient leaves, is dropped rather than multiplied by an inf.)"""
     # sigmoid(x) * sigmoid(-x) * (a / sigmoid(x) + b / sigmoid(-x))
     #   -> a * sigmoid(-x) + b * sigmoid(x)
     # sigmoid(x) * (a / sigmoid(x) + b) -> a + b * sigmoid(x)
+    # exp(x) * (a * sigmoid(-x) + b * sigmoid(-x) + zeros) -> a * sigmoid(x) + b * sigmoid(x)
+    # (a * sigmoid(x) + b * sigmoid(x)) / sigmoid(x) -> a + b
     if not graph_holds(fgraph, ts.sigmoid):
         return False
     out = node.outputs[0]
     if not isinstance(scalar_op(node), (ts.Mul, ts.TrueDiv)) or not is_float(out):
         return False
-    # Cheap test first: a sum among the inputs (most products have none).
-    if not any(isinstance(scalar_op(i.owner), _SUM_OPS) for i in node.inputs):
-        return False
-    if not _any_factor(out, _is_sigmoid):
+    # Cheap tests first: a sum among the factors (most products have none).
+    if not _any_factor(out, _is_sum) or not _any_factor(out, _is_sigmoid_or_exp):
         return False
     num, den, negated = _split(out)
-    keys = [sigmoid_key(f) for f in num]
-    if not any(keys):
+    keys = [(sigmoid_key(f), _exp_key(f)) for f in num]
+    den_keys = [sigmoid_key(f) for f in den]
+    if not any(k or e for k, e in keys) and not any(den_keys):
         return False
+    # the sigmoids of the denominator go into each term, to cancel those of its numerator
+    below = [(f, k, None) for f, k in zip(den, den_keys) if k is not None]
+    den = [f for f, k in zip(den, den_keys) if k is None]
     for a, add in enumerate(num):
         sum_op = scalar_op(add.owner)
         if not isinstance(sum_op, _SUM_OPS) or add.dtype != out.dtype:
             continue
-        others = [(f, k) for i, (f, k) in enumerate(zip(num, keys)) if i != a]
+        others = [(f, k, e) for i, (f, (k, e)) in enumerate(zip(num, keys)) if i != a]
         terms, n_cancelled = [], 0
         for ti, t in enumerate(add.owner.inputs):
             t_num, t_den, t_neg = _split(t)
+            if any(_is_zero_fill(f) for f in t_num):
+                continue
             t_neg ^= ti == 1 and isinstance(sum_op, ts.Sub)
             pool = list(others)
             keep_den = []
@@ -541,30 +551,60 @@ def local_sigm_cancel(fgraph, node):
                 else:
                     del pool[j]
                     n_cancelled += 1
-            keep_num = []
+            keep_num, pool_below = [], list(below)
             for m in t_num:
+                j = _find(pool_below, sigmoid_key(m))
+                if j is not None:
+                    del pool_below[j]
+                    n_cancelled += 1
+                    continue
                 j = _find(pool, _flipped(_one_plus_exp_key(m)))  # 1 + exp(x) = 1 / sigmoid(-x)
+                if j is not None:
+                    del pool[j]
+                    n_cancelled += 1
+                    continue
+                k = sigmoid_key(m)
+                j = _find(pool, _flipped(k), slot=2)  # exp(x) * sigmoid(-x) = sigmoid(x)
                 if j is None:
                     keep_num.append(m)
                 else:
                     del pool[j]
+                    keep_num.append(_sigmoid(*_flipped(k)))
                     n_cancelled += 1
-            terms.append(_fraction(keep_num + [f for f, _ in pool], keep_den, t_neg, out))
+            keep_den += [f for f, _, _ in pool_below]
+            terms.append(_fraction(keep_num + [f for f, _, _ in pool], keep_den, t_neg, out))
         if n_cancelled:
             new = _fraction([tm.add(*terms)], den, negated, out)
             return fit(out, new, num + den + list(add.owner.inputs))
     return False
 
 
+def _is_sum(var) -> bool:
+    return isinstance(scalar_op(var.owner), _SUM_OPS)
+
+
+def _is_sigmoid_or_exp(var) -> bool:
+    return _is_sigmoid(var) or _exp_key(var) is not None
+
+
+def _is_zero_fill(var) -> bool:
+    """Whether ``var`` is the constant 0 or a fill of it (``zeros_like``)."""
+    if is_const(var, 0):
+        return True
+    owner = var.owner
+    return isinstance(scalar_op(owner), ts.Second) and is_const(owner.inputs[1], 0)
+
+
 _SUM_OPS = (ts.Add, ts.Sub)
 
 
-def _find(pool, key):
-    """The index of the first ``(factor, sigmoid key)`` of ``pool`` with ``key``."""
+def _find(pool, key, slot=1):
+    """The index of the first entry ``(factor, sigmoid key, exp key)`` of ``pool`` whose
+    key in ``slot`` is ``key``."""
     if key is None:
         return None
-    for j, (_, k) in enumerate(pool):
-        if _same(k, key):
+    for j, entry in enumerate(pool):
+        if _same(entry[slot], key):
             return j
     return None
 

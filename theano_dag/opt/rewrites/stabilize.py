@@ -44,6 +44,7 @@ __all__ = [
     "local_1_plus_expm1",
     "local_log_erfc",
     "local_grad_log_erfc_neg",
+    "local_grad_log_erfcx",
     "local_log_add_exp",
     "local_logdiffexp",
     "local_log_div",
@@ -421,6 +422,41 @@ def local_grad_log_erfc_neg(fgraph, node):
     # this rewrite does not meet its own quotient again.
     written = tm.exp(-tm.sqr(neg)) / tm.sub(2, tm.erfc(-neg))
     new = tm.switch(below, written, tm.reciprocal(tm.erfcx(pos)))
+    if factors:
+        new = tm.mul(*factors, new)
+    return fit(node.outputs[0], new, node.inputs)
+
+
+@stabilize()
+@local_optimizer([tm.true_div])
+def local_grad_log_erfcx(fgraph, node):
+    """``erfcx'(x) / erfcx(x)`` (the gradient of ``log(erfcx(x))``) as
+    ``2 x - 2 / (sqrt(pi) erfcx(x))`` below 0, where both factors overflow for
+    ``x < -26.6`` (``inf / inf``) and the two terms have one sign (no cancellation); the
+    quotient as written from 0 up, where the difference would cancel. Each branch reads a
+    stand-in value where it is not taken."""
+    # [y *] erfcx_deriv(x) / erfcx(x)
+    #   -> [y *] switch(x < 0, 2 x - 2 / (sqrt(pi) erfcx(x)), erfcx_deriv(x) / erfcx(x))
+    if not isinstance(scalar_op(node), ts.TrueDiv):
+        return False
+    num, den = node.inputs
+    if not _is_op(den, ts.erfcx):
+        return False
+    z = den.owner.inputs[0]
+    factors = [num]
+    if isinstance(scalar_op(num.owner), ts.Mul):
+        factors = list(num.owner.inputs)
+    d = next((f for f in factors if _is_op(f, ts.erfcx_deriv) and f.owner.inputs[0] is z), None)
+    if d is None or not is_float(z):
+        return False
+    factors.remove(d)
+    below = tm.lt(z, 0)
+    zero = zeros_like(z)
+    neg, pos = tm.switch(below, z, zero), tm.switch(below, zero, z)
+    two_over_sqrt_pi = typed_constant(2 / np.sqrt(np.pi), z.dtype)
+    written = 2 * neg - two_over_sqrt_pi / tm.erfcx(neg)
+    # (times a reciprocal: a quotient would meet this rewrite again)
+    new = tm.switch(below, written, tm.erfcx_deriv(pos) * tm.reciprocal(tm.erfcx(pos)))
     if factors:
         new = tm.mul(*factors, new)
     return fit(node.outputs[0], new, node.inputs)
