@@ -897,3 +897,29 @@ def test_inplace_write_through_permuted_axes_destroys_the_base():
     want[:, [3, 1]] += yv
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(xv, want)  # written in place, as declared mutable
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("set_", [False, True])
+def test_writes_through_a_reshaped_indexed_tensor_go_into_the_indexed_tensor(set_, engine):
+    # Theano's rule: inc_subtensor(r.reshape(s), y) is inc_subtensor(r, y spread to s and
+    # reshaped to r's shape), r an indexed tensor: the result is r's base.
+    x, y = tt.dmatrix("x"), tt.dmatrix("y")
+    op = tt.set_subtensor if set_ else tt.inc_subtensor
+    xv, yv = np.arange(12.0).reshape(3, 4), np.array([[1.0, 2.0]])
+    mode = Mode(linker=engine)
+    out = op(tt.flatten(x[1:])[2:6].reshape((2, 2)), y)
+    got = theano_dag.function([x, y], out, mode=mode)(xv, yv)
+    want = xv[1:].ravel().copy()
+    spread = np.broadcast_to(yv, (2, 2)).ravel()
+    want[2:6] = spread if set_ else want[2:6] + spread
+    np.testing.assert_array_equal(got, want)
+    out = op(x[1:].reshape((4, 2)), y)
+    got = theano_dag.function([x, y], out, mode=mode)(xv, yv)
+    want = xv.copy()
+    spread = np.broadcast_to(yv, (4, 2)).reshape(2, 4)
+    want[1:] = spread if set_ else want[1:] + spread
+    np.testing.assert_array_equal(got, want)
+    verify_grad(lambda a, b: op(a[1:].reshape((4, 2)), b), [xv, yv], rng=np.random.default_rng(2))
+    with pytest.raises(ValueError, match="more than the 2 of the indexed result"):
+        op(x[1:].reshape((4, 2)), tt.dtensor3("z"))

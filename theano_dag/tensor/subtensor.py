@@ -31,6 +31,7 @@ from theano_dag.tensor.elemwise import DimShuffle, reduce_spread_grad_to
 from theano_dag.tensor.math import sum as tsum
 from theano_dag.tensor.shape import (
     EqualLengths,
+    Reshape,
     broadcast_shapes,
     checked_shape,
     in_bounds_shape,
@@ -1071,13 +1072,14 @@ def _is_permutation(op) -> bool:
 
 
 def _is_indexed(v) -> bool:
-    """Whether ``v`` is the result of indexing, maybe with its axes reordered or new axes."""
+    """Whether ``v`` is the result of indexing, maybe with its axes reordered, new axes, or
+    reshaped."""
     owner = v.owner
     if owner is None:
         return False
     if isinstance(owner.op, (Subtensor, AdvancedSubtensor1, AdvancedSubtensor)):
         return True
-    return isinstance(owner.op, DimShuffle) and _is_indexed(owner.inputs[0])
+    return isinstance(owner.op, (DimShuffle, Reshape)) and _is_indexed(owner.inputs[0])
 
 
 def _inc_or_set(x_sub, y, set_instead_of_inc, who):
@@ -1118,6 +1120,13 @@ def _inc_or_set(x_sub, y, set_instead_of_inc, who):
                 f"tensor instead (x.T[i] rather than x[i].T)"
             )
         return done.dimshuffle(op.new_order)
+    if isinstance(op, Reshape) and _is_indexed(node.inputs[0]):
+        # x_sub is an indexed tensor reshaped (x[1:].reshape((2, 2))): y spread to x_sub's
+        # shape and reshaped back goes into that indexed tensor, as in Theano
+        base = node.inputs[0]
+        y = _y_to_result(y, x_sub.type, who)
+        full = alloc(y, *[shape_i(x_sub, i) for i in range(x_sub.ndim)])
+        return _inc_or_set(base, reshape(full, base.shape, ndim=base.ndim), set_instead_of_inc, who)
     if (
         isinstance(op, DimShuffle)
         and "x" in op.new_order
@@ -1148,7 +1157,9 @@ def set_subtensor(x, y, inplace=False, tolerate_inplace_aliasing=False):
 
     Written through permuted axes (``x[:, ::2].T``, ``take(x, i, axis=1)``), the base
     comes out permuted as ``x`` is, as in Theano: ``set_subtensor(m[:, ::2].T, y)`` is
-    ``m.T`` with ``m.T[::2]`` set to ``y``.
+    ``m.T`` with ``m.T[::2]`` set to ``y``. Written through a reshape of an indexed
+    tensor (``m[1:].reshape((4, 2))``), ``y`` spread to ``x``'s shape goes into that
+    tensor reshaped to its shape.
 
     ``inplace=True`` (Theano's) writes into the base itself: the graph then destroys
     it, which a function accepts with ``accept_inplace=True``. ``tolerate_inplace_aliasing``
