@@ -399,32 +399,44 @@ def local_grad_log_erfc_neg(fgraph, node):
     branch reads a stand-in value where it is not taken, so that neither derivative is
     0 * inf there."""
     # [y *] exp(-x**2) / erfc(x) -> [y *] (1 / erfcx(x))
-    if not isinstance(scalar_op(node), ts.TrueDiv):
-        return False
-    num, den = node.inputs
-    if not _is_op(den, ts.erfc):
-        return False
-    z = den.owner.inputs[0]
-    factors = [num]
-    if isinstance(scalar_op(num.owner), ts.Mul):
-        factors = list(num.owner.inputs)
-    e = next(
-        (f for f in factors if _is_op(f, ts.exp) and _is_minus_square_of(f.owner.inputs[0], z)),
-        None,
+    found = _factor_over(
+        node, ts.erfc, lambda f, z: _is_op(f, ts.exp) and _is_minus_square_of(f.owner.inputs[0], z)
     )
-    if e is None or not is_float(z):
+    if found is None:
         return False
-    factors.remove(e)
-    below = tm.lt(z, 0)
-    zero = zeros_like(z)
-    neg, pos = tm.switch(below, z, zero), tm.switch(below, zero, z)
+    z, rest = found
+    below, neg, pos = _apart_at_zero(z)
     # erfc(z) written 2 - erfc(-z) below 0 (no cancellation: erfc(-z) <= 1 there), so that
     # this rewrite does not meet its own quotient again.
     written = tm.exp(-tm.sqr(neg)) / tm.sub(2, tm.erfc(-neg))
     new = tm.switch(below, written, tm.reciprocal(tm.erfcx(pos)))
-    if factors:
-        new = tm.mul(*factors, new)
-    return fit(node.outputs[0], new, node.inputs)
+    return fit(node.outputs[0], tm.mul(*rest, new) if rest else new, node.inputs)
+
+
+def _factor_over(node, den_op, match):
+    """``(z, rest)`` when ``node`` is ``f * rest / den_op(z)`` with a factor ``f`` of the
+    numerator that ``match(f, z)`` accepts (a float ``z``), else None."""
+    if not isinstance(scalar_op(node), ts.TrueDiv):
+        return None
+    num, den = node.inputs
+    if not _is_op(den, den_op) or not is_float(den.owner.inputs[0]):
+        return None
+    z = den.owner.inputs[0]
+    factors = list(num.owner.inputs) if isinstance(scalar_op(num.owner), ts.Mul) else [num]
+    f = next((f for f in factors if match(f, z)), None)
+    if f is None:
+        return None
+    factors.remove(f)
+    return z, factors
+
+
+def _apart_at_zero(z):
+    """``(z < 0, z where z < 0 else 0, z where z >= 0 else 0)``: each branch of a switch
+    on the sign of ``z`` reads a stand-in value where it is not taken, so that neither
+    branch's derivative is ``0 * inf`` there."""
+    below = tm.lt(z, 0)
+    zero = zeros_like(z)
+    return below, tm.switch(below, z, zero), tm.switch(below, zero, z)
 
 
 @stabilize()
@@ -437,29 +449,18 @@ def local_grad_log_erfcx(fgraph, node):
     stand-in value where it is not taken."""
     # [y *] erfcx_deriv(x) / erfcx(x)
     #   -> [y *] switch(x < 0, 2 x - 2 / (sqrt(pi) erfcx(x)), erfcx_deriv(x) / erfcx(x))
-    if not isinstance(scalar_op(node), ts.TrueDiv):
+    found = _factor_over(
+        node, ts.erfcx, lambda f, z: _is_op(f, ts.erfcx_deriv) and f.owner.inputs[0] is z
+    )
+    if found is None:
         return False
-    num, den = node.inputs
-    if not _is_op(den, ts.erfcx):
-        return False
-    z = den.owner.inputs[0]
-    factors = [num]
-    if isinstance(scalar_op(num.owner), ts.Mul):
-        factors = list(num.owner.inputs)
-    d = next((f for f in factors if _is_op(f, ts.erfcx_deriv) and f.owner.inputs[0] is z), None)
-    if d is None or not is_float(z):
-        return False
-    factors.remove(d)
-    below = tm.lt(z, 0)
-    zero = zeros_like(z)
-    neg, pos = tm.switch(below, z, zero), tm.switch(below, zero, z)
+    z, rest = found
+    below, neg, pos = _apart_at_zero(z)
     two_over_sqrt_pi = typed_constant(2 / np.sqrt(np.pi), z.dtype)
     written = 2 * neg - two_over_sqrt_pi / tm.erfcx(neg)
     # (times a reciprocal: a quotient would meet this rewrite again)
     new = tm.switch(below, written, tm.erfcx_deriv(pos) * tm.reciprocal(tm.erfcx(pos)))
-    if factors:
-        new = tm.mul(*factors, new)
-    return fit(node.outputs[0], new, node.inputs)
+    return fit(node.outputs[0], tm.mul(*rest, new) if rest else new, node.inputs)
 
 
 @stabilize()
