@@ -69,7 +69,8 @@ def test_a_gradient_only_op_is_kept_in_the_rows():
 
 
 # Second derivatives by grad of grad (not `hessian`): of the raw gradient, whose
-# exp(x) multiplies sums of sigmoids, or which divides sums by products of sigmoids.
+# exp(x) multiplies sums of sigmoids, or which divides sums (nested in sums) by products
+# of sigmoids.
 WRITTEN_FORMS = {
     "-log1p(exp(x))": (
         lambda x: -tt.log1p(tt.exp(x)),
@@ -86,6 +87,10 @@ WRITTEN_FORMS = {
     "log(sigmoid(x) * sigmoid(x))": (
         lambda x: tt.log(tt.nnet.sigmoid(x) * tt.nnet.sigmoid(x)),
         lambda t: -2 * mpmath.log(1 + mpmath.exp(-t)),
+    ),
+    "-(t log(sigmoid(x)) + (1 - t) log(1 - sigmoid(x)))": (
+        lambda x: -(0.3 * tt.log(tt.nnet.sigmoid(x)) + 0.7 * tt.log(1 - tt.nnet.sigmoid(x))),
+        lambda t: 0.3 * mpmath.log(1 + mpmath.exp(-t)) + 0.7 * mpmath.log(1 + mpmath.exp(t)),
     ),
     "x * log(1 + exp(x))": (
         lambda x: x * tt.log(1 + tt.exp(x)),

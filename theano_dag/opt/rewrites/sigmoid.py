@@ -537,11 +537,11 @@ def local_sigm_cancel(fgraph, node):
             continue
         others = [(f, k, e) for i, (f, (k, e)) in enumerate(zip(num, keys)) if i != a]
         terms, n_cancelled = [], 0
-        for ti, t in enumerate(add.owner.inputs):
+        for t, t_sign in _signed_terms(add, out.dtype):
             t_num, t_den, t_neg = _split(t)
             if any(_is_zero_fill(f) for f in t_num):
                 continue
-            t_neg ^= ti == 1 and isinstance(sum_op, ts.Sub)
+            t_neg ^= t_sign
             pool = list(others)
             keep_den = []
             for d in t_den:
@@ -577,6 +577,19 @@ def local_sigm_cancel(fgraph, node):
             new = _fraction([tm.add(*terms)], den, negated, out)
             return fit(out, new, num + den + list(add.owner.inputs))
     return False
+
+
+def _signed_terms(var, dtype, negated=False, depth=0):
+    """``(term, negated)`` for the terms of the sum ``var``, through the sums and
+    negations of its terms (of ``dtype``, ``_DEPTH`` levels deep): a gradient nests them."""
+    owner = var.owner
+    sop = scalar_op(owner)
+    if depth < _DEPTH and var.dtype == dtype and isinstance(sop, (*_SUM_OPS, ts.Neg)):
+        for i, t in enumerate(owner.inputs):
+            flip = isinstance(sop, ts.Neg) or (i == 1 and isinstance(sop, ts.Sub))
+            yield from _signed_terms(t, dtype, negated ^ flip, depth + 1)
+        return
+    yield var, negated
 
 
 def _is_sum(var) -> bool:
